@@ -1,0 +1,118 @@
+# sinkscope - plain GNU make; objects out of tree; pkg-config for every library.
+#
+#   make            programs into bin/
+#   make check      every test; ends with "N passed, N failed"
+#   make sanitize   ASan+UBSan build running the same tests
+#   make bench      benchmarks (long; not part of check)
+#   make deps       install the Debian packages (apt-get when root)
+#   make install    PREFIX, DESTDIR
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+BINDIR  ?= bin
+CC      ?= cc
+PKGS    := hdf5 openblas lapacke yaml-0.1 jansson libpcre2-8 libutf8proc
+OPT     ?= -O2 -march=x86-64-v3 -g
+CFLAGS  ?= $(OPT)
+SS_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Isrc/lib -pthread \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
+SS_LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
+
+PROGS    := $(patsubst src/%.c,%,$(wildcard src/*.c))
+LIB_SRC  := $(wildcard src/lib/*.c)
+LIB_OBJ  := $(patsubst src/lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRC))
+LIB      := $(BUILD)/libsinkscope.a
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOLS    := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
+MAN1     := $(wildcard man/man1/*.1)
+MAN5     := $(wildcard man/man5/*.5)
+MAN7     := $(wildcard man/man7/*.7)
+
+DEPS_DEBIAN := build-essential pkg-config libhdf5-dev hdf5-tools libopenblas-dev liblapacke-dev \
+  libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libcmocka-dev \
+  python3-torch python3-numpy python3-h5py python3-sklearn \
+  mandoc gnuplot-nox libxml2-utils valgrind clang libclang-rt-14-dev nodejs npm xz-utils
+
+.SECONDARY:
+.PHONY: all check sanitize bench deps install uninstall clean demo fuzz tools units
+all: $(addprefix $(BINDIR)/,$(PROGS)) tools
+
+tools: $(TOOLS)
+units: $(UNITS)
+
+$(BUILD)/lib/%.o: src/lib/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SS_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/prog/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SS_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tools/%.o: tests/tools/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SS_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SS_CFLAGS) $(shell pkg-config --cflags cmocka) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BINDIR)/%: $(BUILD)/prog/%.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(SS_LDLIBS)
+
+$(BUILD)/tools/%: $(BUILD)/tools/%.o $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(SS_LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(SS_LDLIBS) $(TEST_LIBS)
+
+# Tests: unit tests (cmocka, TAP output) and scripts in tests/cli, tests/ref,
+# tests/e2e, tests/fault; tests/run totals them.
+check: deps all $(UNITS)
+	@SS_BIN=$(abspath $(BINDIR)) SS_BUILD=$(abspath $(BUILD)) tests/run
+
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+sanitize:
+	$(MAKE) BUILD=build/san BINDIR=build/san/bin CFLAGS="$(SAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" all units
+	@SS_SANITIZE=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  SS_BIN=$(abspath build/san/bin) SS_BUILD=$(abspath build/san) tests/run
+
+bench: all
+	@SS_BIN=$(abspath $(BINDIR)) SS_BUILD=$(abspath $(BUILD)) tests/bench/run
+
+demo: deps all
+	@examples/demo.sh
+
+deps:
+	@missing=$$(for p in $(DEPS_DEBIAN); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "deps: all Debian packages present"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "deps: missing packages; run as root:"; echo "  apt-get install -y $$missing"; exit 1; fi
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 755 $(addprefix $(BINDIR)/,$(PROGS)) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(PREFIX)/share/man/man1/)
+	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(PREFIX)/share/man/man5/)
+	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(PREFIX)/share/man/man7/)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(PROGS)) \
+	  $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(MAN1))) \
+	  $(addprefix $(DESTDIR)$(PREFIX)/share/man/man5/,$(notdir $(MAN5))) \
+	  $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(MAN7)))
+
+clean:
+	rm -rf $(BUILD) $(BINDIR)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

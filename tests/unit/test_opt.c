@@ -1,0 +1,117 @@
+/* test_opt.c - option parsing, YAML config precedence, layer lists. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "opt.h"
+
+static double tau;
+static long minlife;
+static const char *name;
+static int flag;
+static const ss_opt opts[] = {
+	{"tau-cos", 't', SS_OPT_DOUBLE, &tau, "X", "cosine threshold", NULL},
+	{"min-lifetime", 0, SS_OPT_INT, &minlife, "N", "minimum lifetime", NULL},
+	{"name", 'n', SS_OPT_STRING, &name, "S", "a name", NULL},
+	{"summary", 's', SS_OPT_FLAG, &flag, NULL, "summary", NULL},
+	{0},
+};
+static const ss_prog prog = {"sinkdetect", "[options] [FILE ...]", "test", opts};
+
+static void reset(void) { tau = 0.95; minlife = 1; name = "x"; flag = 0; }
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	strcpy(path, "/tmp/ssopt.XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void test_argv(void **st)
+{
+	reset();
+	char *argv[] = {"p", "-t", "0.5", "--min-lifetime=3", "-s", "a.h5", NULL};
+	ss_err e = {0};
+	int i = ss_opt_parse(&prog, 6, argv, &e);
+	assert_int_equal(i, 5);
+	assert_true(tau == 0.5);
+	assert_int_equal(minlife, 3);
+	assert_int_equal(flag, 1);
+}
+
+static void test_config_then_argv(void **st)
+{
+	reset();
+	char *p = write_tmp("other:\n  foo: 1\nsinkdetect:\n  tau-cos: 0.8\n  min-lifetime: 4\n  name: hello\n");
+	char *argv[] = {"p", "--config", p, "--tau-cos", "0.7", NULL};
+	ss_err e = {0};
+	int i = ss_opt_parse(&prog, 5, argv, &e);
+	assert_int_equal(i, 5);
+	assert_true(tau == 0.7);   /* command line overrides the file */
+	assert_int_equal(minlife, 4);
+	assert_string_equal(name, "hello");
+	unlink(p);
+	ss_opt_free();
+}
+
+static void test_config_unknown_key(void **st)
+{
+	reset();
+	char *p = write_tmp("sinkdetect:\n  tau-coss: 0.8\n");
+	char *argv[] = {"p", "--config", p, NULL};
+	ss_err e = {0};
+	assert_int_equal(ss_opt_parse(&prog, 3, argv, &e), SS_OPT_ERR);
+	assert_non_null(strstr(e.msg, ":2: sinkdetect: unknown option 'tau-coss'"));
+	unlink(p);
+}
+
+static void test_bad_values(void **st)
+{
+	reset();
+	char *argv[] = {"p", "-t", "abc", NULL};
+	ss_err e = {0};
+	assert_int_equal(ss_opt_parse(&prog, 3, argv, &e), SS_OPT_ERR);
+	assert_int_equal(e.status, SS_EXIT_USAGE);
+	char *argv2[] = {"p", "--bogus", NULL};
+	assert_int_equal(ss_opt_parse(&prog, 2, argv2, &e), SS_OPT_ERR);
+	assert_non_null(strstr(e.msg, "unknown option '--bogus'"));
+	char *argv3[] = {"p", "-t", NULL};
+	assert_int_equal(ss_opt_parse(&prog, 2, argv3, &e), SS_OPT_ERR);
+	assert_non_null(strstr(e.msg, "needs an argument"));
+}
+
+static void test_layers(void **st)
+{
+	unsigned char m[11];
+	ss_err e = {0};
+	assert_int_equal(ss_parse_layers("1-3,7,9-10", 10, m, "--layers", &e), 0);
+	unsigned char want[11] = {0, 1, 1, 1, 0, 0, 0, 1, 0, 1, 1};
+	assert_memory_equal(m, want, 11);
+	assert_int_equal(ss_parse_layers("0-3", 10, m, "--layers", &e), -1);
+	assert_int_equal(ss_parse_layers("5-11", 10, m, "--layers", &e), -1);
+	assert_int_equal(ss_parse_layers("3,", 10, m, "--layers", &e), 0);
+	assert_int_equal(ss_parse_layers("x", 10, m, "--layers", &e), -1);
+	assert_int_equal(ss_parse_layers("all", 10, m, "--layers", &e), 0);
+	assert_int_equal(m[0] + m[1] + m[10], 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(test_argv),
+		cmocka_unit_test(test_config_then_argv),
+		cmocka_unit_test(test_config_unknown_key),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_layers),
+	};
+	return cmocka_run_group_tests(t, NULL, NULL);
+}
