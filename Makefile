@@ -116,3 +116,37 @@ clean:
 	rm -rf $(BUILD) $(BINDIR)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# Fuzzing (tests/fuzz/, see tests/fuzz/run): libFuzzer harnesses built with
+# clang, run by `make fuzz FUZZ_SECONDS=N`; the same harnesses are built
+# with $(CC) as plain replay programs that make check runs on
+# tests/fuzz/regress/ (every crash ever found) and the seeds.
+FUZZ_CC      ?= clang-14
+FUZZ_SECONDS ?= 8
+FUZZ_FLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN     := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(FUZZ_SRC))
+FUZZ_REPLAY  := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/fuzz-replay/%,$(FUZZ_SRC))
+FUZZ_LIBOBJ  := $(patsubst src/lib/%.c,$(BUILD)/fuzz/lib/%.o,$(LIB_SRC))
+
+$(BUILD)/fuzz/lib/%.o: src/lib/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(SS_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/libsinkscope-fuzz.a: $(FUZZ_LIBOBJ)
+	rm -f $@
+	ar rcs $@ $^
+$(BUILD)/fuzz/obj/%.o: tests/fuzz/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(SS_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -Itests/fuzz -c $< -o $@
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/fuzz_%.o $(BUILD)/fuzz/libsinkscope-fuzz.a
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(SS_LDLIBS)
+$(BUILD)/fuzz-replay/obj/%.o: tests/fuzz/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SS_CFLAGS) $(CFLAGS) -Itests/fuzz -c $< -o $@
+$(BUILD)/fuzz-replay/%: $(BUILD)/fuzz-replay/obj/fuzz_%.o $(BUILD)/fuzz-replay/obj/replay.o $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SS_LDLIBS)
+
+fuzz: $(FUZZ_BIN)
+	@tests/fuzz/run $(FUZZ_SECONDS) $(FUZZ_BIN)
+check: $(FUZZ_REPLAY)
+units: $(FUZZ_REPLAY)
