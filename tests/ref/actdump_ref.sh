@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# actdump against an independent float64 PyTorch reference (tests/ref/hf_ref.py)
+# on small random models of every supported architecture (tests/tools/mkmodel.py):
+# Llama (plain, llama3 and linear rope scaling, CodeLlama theta), Mistral, Qwen2,
+# Qwen3, Phi-3; GQA; tied and untied; f32, bf16, f16; single and sharded files.
+#
+# Tolerance: 1e-4 for every variant (cmp_h5.py says how each error is measured:
+# relative for norms and activation rows, absolute for cosines and attention
+# probabilities).  The reference widens the stored bf16/f16 weights exactly, so
+# for those dtypes it computes with the very weights the engine uses and the
+# only difference left is the engine's f32 arithmetic, as with f32 weights: no
+# looser bound is needed.  Sizing: the same reference code run in float32
+# (hf_ref.py --f32) stays below 1e-5 on all of these variants at T=384, so
+# 1e-4 leaves ~10x for a different but correct summation order, while a wrong
+# convention (RoPE pairing, a missing norm weight, bias, scaling band) shows up
+# as errors of 1e-2 or more.
+. "$(dirname "$0")/../lib.sh"
+REF=$SS_ROOT/tests/ref
+TOL=1e-4
+T=384
+
+if ! have_py torch || ! have_py h5py || ! have_py numpy; then
+	t_skip "reference checks" "python3-torch, python3-h5py or python3-numpy absent for $PY"
+	t_done; exit 0
+fi
+
+# 1. The reference itself is right on a real model: greedy decoding of
+#    stories260k from BOS reproduces llama2.c run.c's ids (issue 3).
+want="1 403 407 261 378 432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394 261 370 432 352"
+got=$($PY "$REF/hf_ref.py" -m "$SS_ROOT/examples/models/stories260k" --greedy 40 2>&1)
+t_eq "reference: stories260k greedy decode = llama2.c run.c" "$want" "$got"
+
+M=$TMP/models
+$PY "$SS_ROOT/tests/tools/mkmodel.py" --variants "$M" || { t_fail "mkmodel.py --variants"; t_done; exit 0; }
+mapfile -t variants <"$M/list"
+$PY -c "import numpy as np; r=np.random.default_rng(7); print(' '.join(map(str, [1]+list(r.integers(0,256,$T-1)))))" >"$TMP/ids"
+
+if [ ! -x "$SS_BIN/actdump" ]; then
+	t_skip "actdump vs reference (${#variants[@]} variants)" "bin/actdump not built yet"
+	t_done; exit 0
+fi
+
+ACTS=resid,attn_out,mlp_in,mlp_out
+: >"$TMP/batch"
+for v in "${variants[@]}"; do
+	echo "$M/$v $TMP/ids $TMP/$v.ref.h5" >>"$TMP/batch"
+done
+t_ok "reference forward pass on ${#variants[@]} variants" $PY "$REF/hf_ref.py" --batch "$TMP/batch"
+
+# cmp_h5.py lines: "ok|not ok<TAB>what<TAB>detail" -> TAP
+cmp_tap() {
+	local line st what det
+	while IFS=$'\t' read -r st what det; do
+		if [ "$st" = ok ]; then t_pass "$what ($det)"; else t_fail "$what" "$det"; fi
+	done < <($PY "$REF/cmp_h5.py" "$@" 2>&1 | sed '/\t/!s/^/not ok\tcmp_h5.py\t/')
+}
+
+for v in "${variants[@]}"; do
+	if ! actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.h5" --acts $ACTS 2>"$TMP/err"; then
+		t_fail "$v: actdump ran" "$(head -3 "$TMP/err")"; continue
+	fi
+	cmp_tap --tol $TOL --acts $ACTS --label "$v" "$TMP/$v.h5" "$TMP/$v.ref.h5"
+done
+
+# The plain path (no hooks) gives the same stats; a layer subset stores only those
+# layers; the HDF5 image on a stdout pipe is the same file; two runs with the same
+# thread count are bit-identical.
+v=qwen2-bf16-sh
+if actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/plain.h5" 2>"$TMP/err"; then
+	cmp_tap --tol $TOL --label "$v stats only" "$TMP/plain.h5" "$TMP/$v.ref.h5"
+else t_fail "$v: actdump stats only" "$(head -3 "$TMP/err")"; fi
+v=phi3-f32
+if actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/sel.h5" --acts mlp_out,resid --layers 1,3 2>"$TMP/err"; then
+	cmp_tap --tol $TOL --acts mlp_out,resid --label "$v --layers 1,3" "$TMP/sel.h5" "$TMP/$v.ref.h5"
+	got=$($PY -c "import h5py,sys; f=h5py.File(sys.argv[1]); print(sorted(f['acts']), list(f['acts/mlp_out'].attrs['layers']), f['acts/mlp_out'].shape)" "$TMP/sel.h5" 2>&1)
+	t_eq "$v --acts mlp_out,resid --layers 1,3: only those stored" "['mlp_out', 'resid'] [1, 3] (2, $T, 64)" "$got"
+else t_fail "$v: actdump --layers 1,3" "$(head -3 "$TMP/err")"; fi
+v=llama3rope-bf16-sh
+actdump -m "$M/$v" --ids - <"$TMP/ids" 2>"$TMP/err" | cat >"$TMP/pipe.h5"
+if [ -s "$TMP/pipe.h5" ]; then
+	cmp_tap --tol $TOL --label "$v ids on stdin, image on stdout pipe" "$TMP/pipe.h5" "$TMP/$v.ref.h5"
+else t_fail "$v: actdump to a pipe wrote nothing" "$(head -3 "$TMP/err")"; fi
+v=mistral-f32-sh
+actdump -m "$M/$v" --ids "$TMP/ids" --threads 2 -o "$TMP/d1.h5" 2>/dev/null
+actdump -m "$M/$v" --ids "$TMP/ids" --threads 2 -o "$TMP/d2.h5" 2>/dev/null
+got=$($PY -c "
+import h5py, numpy as np, sys
+a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2])
+print(all(np.array_equal(a['stats/'+k][()], b['stats/'+k][()]) for k in a['stats']))" "$TMP/d1.h5" "$TMP/d2.h5" 2>&1)
+t_eq "$v: two runs with --threads 2 are bit-identical" True "$got"
+t_done

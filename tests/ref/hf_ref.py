@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+"""hf_ref.py - independent float64 reference forward pass (PyTorch).
+
+    hf_ref.py -m MODEL_DIR --ids FILE -o OUT.h5     stats + all activations
+    hf_ref.py -m MODEL_DIR --greedy N [--ids FILE]  greedy ids on stdout
+    hf_ref.py --batch FILE       lines "MODEL_DIR IDS_FILE OUT.h5": one torch
+                                 start-up for many models
+
+Follows Hugging Face transformers' modeling code for LlamaForCausalLM,
+MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM
+(eager attention), but in float64 throughout, from the weights exactly as
+stored (bf16/f16 widened exactly), so that it measures only the engine's
+rounding:
+
+  RMSNorm(x)   = w * (x / sqrt(mean(x^2) + eps))             (LlamaRMSNorm)
+  RoPE         q*cos + rotate_half(q)*sin, rotate_half(x) = cat(-x2, x1),
+               cos/sin of pos * inv_freq repeated twice (cat(freqs, freqs));
+               inv_freq = theta^(-2i/hd); "linear": inv_freq / factor;
+               "llama3": _compute_llama3_parameters (3 wavelength bands)
+  Qwen2        q/k/v biases; Qwen3: q_norm/k_norm per head before RoPE,
+               explicit head_dim; Phi3: qkv_proj split [q | k | v],
+               gate_up_proj.chunk(2) = (gate, up)
+  attention    softmax(q k^T / sqrt(hd) + causal mask) v, GQA by
+               repeat_kv; Mistral/Qwen2 sliding window when it binds
+  MLP          down(silu(gate(x)) * up(x))
+
+The HDF5 written has the layout of DESIGN.md section 2 with every layer of
+every component in /acts.  Row L of resid is h[L] before the final norm
+(DESIGN.md section 1: h[l] = mid + m[l]); HF's hidden_states[-1] is after
+model.norm, and --hf-last-norm writes that instead.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+
+ST = {"F32": (np.float32, 4), "F16": (np.float16, 2), "BF16": (None, 2),
+      "F64": (np.float64, 8)}
+
+
+def read_safetensors(path):
+    """name -> float64 numpy array.  Own parser (no safetensors package)."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    n = int.from_bytes(buf[:8], "little")
+    hdr = json.loads(buf[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, t in hdr.items():
+        if name == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        raw = buf[base + b:base + e]
+        dt = t["dtype"]
+        if dt == "BF16":
+            a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            a = np.frombuffer(raw, ST[dt][0]).astype(np.float32 if dt != "F64" else np.float64)
+        out[name] = a.astype(np.float64).reshape(t["shape"])
+    return out
+
+
+def load(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        cfg = json.load(f)
+    idx = os.path.join(model_dir, "model.safetensors.index.json")
+    w = {}
+    if os.path.exists(idx):
+        with open(idx) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    for fn in files:
+        w.update(read_safetensors(os.path.join(model_dir, fn)))
+    return cfg, {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in w.items()}
+
+
+def inv_freq_of(cfg, hd):
+    theta = cfg.get("rope_theta", 10000.0)
+    inv = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    rs = cfg.get("rope_scaling") or None
+    if rs:
+        kind = rs.get("rope_type", rs.get("type"))
+        if kind == "linear":
+            inv = inv / rs["factor"]
+        elif kind == "llama3":
+            factor = rs["factor"]
+            lo, hi = rs["low_freq_factor"], rs["high_freq_factor"]
+            old = rs["original_max_position_embeddings"]
+            lo_wl, hi_wl = old / lo, old / hi
+            wl = 2 * math.pi / inv
+            inv_l = torch.where(wl > lo_wl, inv / factor, inv)
+            smooth = (old / wl - lo) / (hi - lo)
+            smoothed = (1 - smooth) * inv_l / factor + smooth * inv_l
+            medium = ~(wl < hi_wl) * ~(wl > lo_wl)
+            inv = torch.where(medium, smoothed, inv_l)
+        elif kind == "default":
+            pass
+        else:
+            raise SystemExit("hf_ref: unsupported rope_scaling %r" % kind)
+    return inv
+
+
+def rms(x, w, eps):
+    return w * (x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), -1)
+
+
+def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
+    """dt=torch.float32 gives an f32 run of the same code: the size of the
+    rounding a correct f32 engine shows, used to set the tolerances."""
+    if dt != torch.float64:
+        w = {k: v.to(dt) for k, v in w.items()}
+    arch = cfg["architectures"][0]
+    d = cfg["hidden_size"]
+    L = cfg["num_hidden_layers"]
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or d // H
+    eps = cfg["rms_norm_eps"]
+    T = len(ids)
+    window = None
+    if arch == "MistralForCausalLM" or (arch == "Qwen2ForCausalLM" and cfg.get("use_sliding_window")):
+        window = cfg.get("sliding_window")
+
+    pos = torch.arange(T, dtype=torch.float64)
+    freqs = torch.outer(pos, inv_freq_of(cfg, hd))
+    emb = torch.cat((freqs, freqs), -1)
+    cos, sin = emb.cos().to(dt), emb.sin().to(dt)           # [T, hd]
+
+    i = torch.arange(T)
+    allowed = i[:, None] >= i[None, :]
+    if window is not None and window < T:
+        allowed &= (i[:, None] - i[None, :]) < window
+    mask = torch.where(allowed, 0.0, float("-inf")).to(dt)
+
+    h = w["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
+    hs, attn_outs, mlp_ins, mlp_outs, recv = [h], [], [], [], []
+    for l in range(L):
+        p = "model.layers.%d." % l
+        x = rms(h, w[p + "input_layernorm.weight"], eps)
+        if arch == "Phi3ForCausalLM":
+            qkv = x @ w[p + "self_attn.qkv_proj.weight"].T
+            qp = H * hd
+            q, k, v = qkv[:, :qp], qkv[:, qp:qp + KV * hd], qkv[:, qp + KV * hd:]
+        else:
+            q = x @ w[p + "self_attn.q_proj.weight"].T
+            k = x @ w[p + "self_attn.k_proj.weight"].T
+            v = x @ w[p + "self_attn.v_proj.weight"].T
+            if p + "self_attn.q_proj.bias" in w:
+                q = q + w[p + "self_attn.q_proj.bias"]
+                k = k + w[p + "self_attn.k_proj.bias"]
+                v = v + w[p + "self_attn.v_proj.bias"]
+        q = q.view(T, H, hd).transpose(0, 1)                # [H, T, hd]
+        k = k.view(T, KV, hd).transpose(0, 1)
+        v = v.view(T, KV, hd).transpose(0, 1)
+        if arch == "Qwen3ForCausalLM":
+            q = rms(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms(k, w[p + "self_attn.k_norm.weight"], eps)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        rep = H // KV
+        k = k.repeat_interleave(rep, 0)                     # repeat_kv
+        v = v.repeat_interleave(rep, 0)
+        s = q @ k.transpose(1, 2) / math.sqrt(hd) + mask
+        A = torch.softmax(s, -1)                            # [H, Tq, Tk]
+        o = (A @ v).transpose(0, 1).reshape(T, H * hd)
+        a = o @ w[p + "self_attn.o_proj.weight"].T
+        # recv[k][j] = mean over queries i >= j of A[i][j]
+        recv.append(A.sum(1) / (T - torch.arange(T, dtype=dt)))
+        mid = h + a
+        x2 = rms(mid, w[p + "post_attention_layernorm.weight"], eps)
+        if arch == "Phi3ForCausalLM":
+            gu = x2 @ w[p + "mlp.gate_up_proj.weight"].T
+            g, u = gu.chunk(2, -1)
+        else:
+            g = x2 @ w[p + "mlp.gate_proj.weight"].T
+            u = x2 @ w[p + "mlp.up_proj.weight"].T
+        m = (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
+        h = mid + m
+        hs.append(h)
+        attn_outs.append(a)
+        mlp_ins.append(x2)
+        mlp_outs.append(m)
+    final = rms(h, w["model.norm.weight"], eps)
+    if hf_last_norm:
+        hs[-1] = final
+    head = w["model.embed_tokens.weight" if cfg.get("tie_word_embeddings", False) else "lm_head.weight"]
+    R = torch.stack(hs)                                     # [L+1, T, d]
+    out = {
+        "resid_norm": R.norm(dim=-1),
+        "resid_cos0": torch.nn.functional.cosine_similarity(R, R[:, :1, :].expand_as(R), dim=-1,
+                                                            eps=1e-300),
+        "attn_out_norm": torch.stack(attn_outs).norm(dim=-1),
+        "mlp_out_norm": torch.stack(mlp_outs).norm(dim=-1),
+        "recv": torch.stack(recv),
+        "logits": final @ head.T,
+    }
+    if keep_acts:
+        out["acts"] = {"resid": R, "attn_out": torch.stack(attn_outs),
+                       "mlp_in": torch.stack(mlp_ins), "mlp_out": torch.stack(mlp_outs)}
+    return out
+
+
+def weight_dtype(model_dir):
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    return {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}.get(cfg.get("torch_dtype"), "?")
+
+
+def write_h5(path, model_dir, cfg, ids, out):
+    import h5py
+    L = cfg["num_hidden_layers"]
+    H = cfg["num_attention_heads"]
+    with h5py.File(path, "w") as f:
+        f.attrs["sinkscope_format"] = 1
+        f.attrs["model"] = model_dir
+        f.attrs["architecture"] = cfg["architectures"][0]
+        f.attrs["n_layers"] = L
+        f.attrs["d_model"] = cfg["hidden_size"]
+        f.attrs["n_heads"] = H
+        f.attrs["n_kv_heads"] = cfg.get("num_key_value_heads") or H
+        f.attrs["head_dim"] = cfg.get("head_dim") or cfg["hidden_size"] // H
+        f.attrs["weight_dtype"] = weight_dtype(model_dir)
+        f.attrs["generator"] = "hf_ref.py (float64 torch %s)" % torch.__version__
+        f.attrs["command"] = " ".join(sys.argv)
+        f["tokens/ids"] = np.asarray(ids, np.int32)
+        for k in ("resid_norm", "resid_cos0", "attn_out_norm", "mlp_out_norm", "recv"):
+            f["stats/" + k] = out[k].numpy()        # float64: the reference keeps full precision
+        for c, a in out.get("acts", {}).items():
+            ds = f.create_dataset("acts/" + c, data=a.numpy())
+            ds.attrs["layers"] = np.arange(0 if c == "resid" else 1, L + 1, dtype=np.int64)
+
+
+def read_ids(path):
+    s = sys.stdin.read() if path == "-" else open(path).read()
+    return [int(t) for t in s.split()]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-m", "--model")
+    ap.add_argument("--batch")
+    ap.add_argument("--ids")
+    ap.add_argument("-o", "--output")
+    ap.add_argument("--greedy", type=int, default=0, help="decode N tokens greedily from --ids or BOS")
+    ap.add_argument("--no-acts", action="store_true")
+    ap.add_argument("--hf-last-norm", action="store_true")
+    ap.add_argument("--f32", action="store_true", help="compute in float32 (to size tolerances)")
+    a = ap.parse_args()
+    if a.batch:
+        for line in open(a.batch):
+            if line.strip():
+                md, idf, o = line.split()
+                cfg, w = load(md)
+                ids = read_ids(idf)
+                write_h5(o, md, cfg, ids, forward(cfg, w, ids))
+        return
+    if not a.model:
+        ap.error("-m MODEL_DIR is required")
+    cfg, w = load(a.model)
+    ids = read_ids(a.ids) if a.ids else [cfg.get("bos_token_id", 1)]
+    if a.greedy:
+        for _ in range(a.greedy):
+            out = forward(cfg, w, ids, keep_acts=False)
+            ids.append(int(out["logits"][-1].argmax()))
+        print(" ".join(map(str, ids)))
+        return
+    out = forward(cfg, w, ids, keep_acts=not a.no_acts, hf_last_norm=a.hf_last_norm,
+                  dt=torch.float32 if a.f32 else torch.float64)
+    write_h5(a.output, a.model, cfg, ids, out)
+
+
+if __name__ == "__main__":
+    main()

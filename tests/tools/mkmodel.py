@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+"""mkmodel.py - write small random models in Hugging Face layout.
+
+    mkmodel.py [options] OUTDIR          one model
+    mkmodel.py --variants OUTROOT        every variant of VARIANTS below,
+                                         one folder each, plus OUTROOT/list
+
+A model folder is config.json plus model.safetensors, or with --shards N
+model-0000k-of-0000N.safetensors and model.safetensors.index.json.  The
+safetensors files are written here by hand (8-byte little-endian header
+length, JSON header padded with spaces to a multiple of 8, raw tensor data),
+so that no code is shared with the engine's reader.  bf16 is the top 16 bits
+of the f32 value after round-to-nearest-even; f16 is numpy's IEEE half.
+
+Weights are scaled so that activations stay O(1) (embeddings ~ N(0,1),
+projections ~ N(0, 1/fan_in)), RMSNorm weights scatter around 1 so that a
+missing norm weight shows, and q/k carry a gain so that attention logits
+have a spread of a few units: softmax is neither uniform nor one-hot.
+
+--fault KIND writes a broken model for the loading-error tests (see FAULTS).
+Only numpy is needed.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+ARCHS = ("llama", "mistral", "qwen2", "qwen3", "phi3")
+
+# name -> (arch, dict of options).  Dtype, tying and sharding vary so that
+# each of bf16/f16/f32, tied/untied, single/sharded appears several times.
+VARIANTS = {
+    "llama-f32":          ("llama", dict(dtype="f32")),
+    "llama-bf16-tied":    ("llama", dict(dtype="bf16", tied=True)),
+    "llama3rope-f32":     ("llama", dict(dtype="f32", rope="llama3")),
+    "llama3rope-bf16-sh": ("llama", dict(dtype="bf16", rope="llama3", shards=3)),
+    "linrope-f16":        ("llama", dict(dtype="f16", rope="linear")),
+    "codellama-bf16":     ("llama", dict(dtype="bf16", theta=1e6)),
+    "mistral-f32-sh":     ("mistral", dict(dtype="f32", shards=2)),
+    "mistral-bf16":       ("mistral", dict(dtype="bf16")),
+    "qwen2-f32-tied":     ("qwen2", dict(dtype="f32", tied=True)),
+    "qwen2-bf16-sh":      ("qwen2", dict(dtype="bf16", tied=True, shards=2)),
+    "qwen3-f32":          ("qwen3", dict(dtype="f32")),
+    "qwen3-bf16-tied":    ("qwen3", dict(dtype="bf16", tied=True)),
+    "phi3-f32":           ("phi3", dict(dtype="f32")),
+    "phi3-f16-sh":        ("phi3", dict(dtype="f16", shards=2, kv_heads=4)),  # Phi-3-mini: no GQA
+}
+
+FAULTS = ("missing-tensor", "extra-tensor", "misshaped", "trunc-header",
+          "trunc-header-len", "trunc-mid", "unknown-dtype", "bad-json",
+          "bad-config-json", "unsupported-arch", "unsupported-rope",
+          "missing-config", "missing-shard", "offsets-overflow")
+
+ST_DTYPE = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
+
+
+def bf16_bits(x):
+    """f32 -> bf16 bit patterns (uint16), round to nearest even."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    lsb = (u >> 16) & 1
+    r = ((u + 0x7FFF + lsb) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():
+        r[nan] = 0x7FC0
+    return r
+
+
+def encode(x, dtype):
+    x = np.asarray(x, dtype=np.float32)
+    if dtype == "f32":
+        return x.astype("<f4").tobytes()
+    if dtype == "f16":
+        with np.errstate(over="ignore"):
+            return x.astype("<f2").tobytes()
+    return bf16_bits(x).astype("<u2").tobytes()
+
+
+def make_config(arch, o):
+    L, d, H, KV = o["layers"], o["hidden"], o["heads"], o["kv_heads"]
+    hd = o["head_dim"] or d // H
+    cls = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+           "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+           "phi3": "Phi3ForCausalLM"}[arch]
+    cfg = {
+        "architectures": [cls],
+        "model_type": arch,
+        "hidden_size": d,
+        "intermediate_size": o["inter"],
+        "num_hidden_layers": L,
+        "num_attention_heads": H,
+        "num_key_value_heads": KV,
+        "vocab_size": o["vocab"],
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-6 if arch in ("qwen2", "qwen3") else 1e-5,
+        "rope_theta": o["theta"],
+        "rope_scaling": None,
+        "hidden_act": "silu",
+        "tie_word_embeddings": bool(o["tied"]),
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+        "torch_dtype": {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[o["dtype"]],
+    }
+    if arch in ("llama", "qwen3"):
+        cfg["attention_bias"] = False
+    if arch == "llama":
+        cfg["mlp_bias"] = False
+    if arch == "qwen3" or o["head_dim"]:
+        cfg["head_dim"] = hd
+    if arch == "mistral":
+        cfg["sliding_window"] = 4096     # longer than any test sequence
+    if arch == "qwen2":
+        cfg["use_sliding_window"] = False
+        cfg["sliding_window"] = 4096
+    if arch == "phi3":
+        cfg["original_max_position_embeddings"] = 4096
+        cfg["resid_pdrop"] = 0.0
+    if o["rope"] == "llama3":
+        # original_max_position_embeddings is small so that this head_dim's
+        # frequencies fall in all three bands of the llama3 formula.
+        cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                               "high_freq_factor": 4.0, "original_max_position_embeddings": 128}
+    elif o["rope"] == "linear":
+        cfg["rope_scaling"] = {"type": "linear", "factor": 4.0}
+    return cfg
+
+
+def make_tensors(arch, cfg, o, rng):
+    """Ordered list of (name, f32 array)."""
+    d, L = cfg["hidden_size"], cfg["num_hidden_layers"]
+    H, KV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim", d // H)
+    I, V = cfg["intermediate_size"], cfg["vocab_size"]
+    qk_gain = o["qk_gain"]
+
+    def lin(out, inp, gain=1.0):
+        return (rng.standard_normal((out, inp)) * gain / np.sqrt(inp)).astype(np.float32)
+
+    def normw(n):
+        return (1.0 + 0.2 * rng.standard_normal(n)).astype(np.float32)
+
+    t = [("model.embed_tokens.weight", rng.standard_normal((V, d)).astype(np.float32))]
+    for l in range(L):
+        p = "model.layers.%d." % l
+        t.append((p + "input_layernorm.weight", normw(d)))
+        t.append((p + "post_attention_layernorm.weight", normw(d)))
+        q, k, v = lin(H * hd, d, qk_gain), lin(KV * hd, d, qk_gain), lin(KV * hd, d)
+        if arch == "phi3":
+            t.append((p + "self_attn.qkv_proj.weight", np.concatenate([q, k, v], 0)))
+        else:
+            t.append((p + "self_attn.q_proj.weight", q))
+            t.append((p + "self_attn.k_proj.weight", k))
+            t.append((p + "self_attn.v_proj.weight", v))
+        if arch == "qwen2":
+            t.append((p + "self_attn.q_proj.bias", (0.3 * rng.standard_normal(H * hd)).astype(np.float32)))
+            t.append((p + "self_attn.k_proj.bias", (0.3 * rng.standard_normal(KV * hd)).astype(np.float32)))
+            t.append((p + "self_attn.v_proj.bias", (0.3 * rng.standard_normal(KV * hd)).astype(np.float32)))
+        if arch == "qwen3":
+            t.append((p + "self_attn.q_norm.weight", (normw(hd) * qk_gain).astype(np.float32)))
+            t.append((p + "self_attn.k_norm.weight", normw(hd)))
+        t.append((p + "self_attn.o_proj.weight", lin(d, H * hd)))
+        g, u = lin(I, d, 1.5), lin(I, d, 1.5)
+        if arch == "phi3":
+            t.append((p + "mlp.gate_up_proj.weight", np.concatenate([g, u], 0)))
+        else:
+            t.append((p + "mlp.gate_proj.weight", g))
+            t.append((p + "mlp.up_proj.weight", u))
+        t.append((p + "mlp.down_proj.weight", lin(d, I)))
+    t.append(("model.norm.weight", normw(d)))
+    if not cfg["tie_word_embeddings"]:
+        t.append(("lm_head.weight", lin(V, d)))
+    return t
+
+
+def write_safetensors(path, tensors, dtype, hdr_mut=None):
+    """tensors: list of (name, array, dtype-or-None).  hdr_mut(header) may
+    alter the header dict before writing.  Returns bytes of data written."""
+    hdr, blobs, off = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, arr, dt in tensors:
+        dt = dt or dtype
+        b = encode(arr, dt)
+        hdr[name] = {"dtype": ST_DTYPE[dt], "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    if hdr_mut:
+        hdr_mut(hdr)
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little"))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+    return off
+
+
+def write_model(outdir, arch, o, fault=None):
+    os.makedirs(outdir, exist_ok=True)
+    rng = np.random.default_rng(o["seed"])
+    cfg = make_config(arch, o)
+    tensors = make_tensors(arch, cfg, o, rng)
+    tensors = [(n, a, None) for n, a in tensors]
+    if o["plant_inf"] is not None:
+        # A weight too large for f16: it overflows to +inf when the model is
+        # written, so the forward pass turns non-finite at exactly this layer's
+        # MLP output (layer plant_inf+1 in sinkscope's 1-based numbering).
+        name = "model.layers.%d.mlp.down_proj.weight" % o["plant_inf"]
+        for i, (n, a, dt) in enumerate(tensors):
+            if n == name:
+                a = a.copy()
+                a[0, 0] = 1e6
+                tensors[i] = (n, a, dt)
+    hdr_mut = None
+    victim = "model.layers.0.self_attn.o_proj.weight"
+    if fault == "missing-tensor":
+        tensors = [x for x in tensors if x[0] != victim]
+    elif fault == "extra-tensor":
+        tensors.append(("model.layers.0.self_attn.rotary_emb.extra", np.zeros(4, np.float32), None))
+    elif fault == "misshaped":
+        tensors = [(n, a[:, :-1] if n == victim else a, dt) for n, a, dt in tensors]
+    elif fault == "unknown-dtype":
+        def hdr_mut(h):
+            h[victim]["dtype"] = "F8_E9M0"
+    elif fault == "offsets-overflow":
+        def hdr_mut(h):
+            h[victim]["data_offsets"][1] += 1 << 40
+    if fault == "unsupported-arch":
+        cfg["architectures"] = ["GPT2LMHeadModel"]
+        cfg["model_type"] = "gpt2"
+    if fault == "unsupported-rope":
+        cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}
+
+    shards = o["shards"] if fault != "missing-shard" else max(2, o["shards"])
+    if shards <= 1:
+        write_safetensors(os.path.join(outdir, "model.safetensors"), tensors, o["dtype"], hdr_mut)
+        files = ["model.safetensors"]
+    else:
+        per = -(-len(tensors) // shards)
+        wmap, total, files = {}, 0, []
+        for s in range(shards):
+            fn = "model-%05d-of-%05d.safetensors" % (s + 1, shards)
+            part = tensors[s * per:(s + 1) * per]
+            total += write_safetensors(os.path.join(outdir, fn), part, o["dtype"],
+                                       hdr_mut if any(n == victim for n, _, _ in part) else None)
+            for n, _, _ in part:
+                wmap[n] = fn
+            files.append(fn)
+        with open(os.path.join(outdir, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f, indent=2)
+        if fault == "missing-shard":
+            os.unlink(os.path.join(outdir, files[-1]))
+    with open(os.path.join(outdir, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    st = os.path.join(outdir, files[0])
+    if fault in ("trunc-header", "trunc-header-len", "trunc-mid"):
+        n = int.from_bytes(open(st, "rb").read(8), "little")
+        size = {"trunc-header": 8 + n // 2, "trunc-header-len": 5,
+                "trunc-mid": (8 + n + os.path.getsize(st)) // 2}[fault]
+        os.truncate(st, size)
+    elif fault == "bad-json":
+        with open(st, "r+b") as f:
+            f.seek(8)
+            f.write(b"{\"model.embed")     # leaves an unterminated string inside
+            f.seek(8 + 40)
+            f.write(b"\x00[[")
+    elif fault == "bad-config-json":
+        with open(os.path.join(outdir, "config.json"), "w") as f:
+            f.write('{"architectures": ["LlamaForCausalLM"], "hidden_size": 64,\n')
+    elif fault == "missing-config":
+        os.unlink(os.path.join(outdir, "config.json"))
+    return cfg
+
+
+def defaults():
+    return dict(layers=3, hidden=64, heads=4, kv_heads=2, head_dim=0, inter=128, vocab=256,
+                theta=10000.0, rope="none", dtype="f32", tied=False, shards=1, seed=1,
+                qk_gain=2.0, plant_inf=None)
+
+
+def variant_opts(arch, extra, seed):
+    o = defaults()
+    o["seed"] = seed
+    if arch == "qwen3":
+        o.update(hidden=48, head_dim=16, theta=1e6)   # q width 64 != hidden 48
+    o.update(extra)
+    return o
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--variants", action="store_true", help="write every variant under OUT")
+    ap.add_argument("--arch", choices=ARCHS, default="llama")
+    for k, v in defaults().items():
+        if k in ("tied",):
+            ap.add_argument("--tied", action="store_true")
+        elif k == "plant_inf":
+            ap.add_argument("--plant-inf", type=int, metavar="LAYER0",
+                            help="0-based layer whose down_proj gets a weight overflowing f16")
+        elif k == "rope":
+            ap.add_argument("--rope", choices=("none", "llama3", "linear"), default="none")
+        elif k == "dtype":
+            ap.add_argument("--dtype", choices=("f32", "bf16", "f16"), default="f32")
+        else:
+            ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
+    ap.add_argument("--fault", choices=FAULTS)
+    a = ap.parse_args()
+    if a.variants:
+        names = []
+        for i, (name, (arch, extra)) in enumerate(VARIANTS.items()):
+            write_model(os.path.join(a.out, name), arch, variant_opts(arch, extra, 100 + i))
+            names.append(name)
+        with open(os.path.join(a.out, "list"), "w") as f:
+            f.write("\n".join(names) + "\n")
+        return
+    extra = {k: getattr(a, k) for k in defaults() if getattr(a, k, None) is not None}
+    extra["tied"] = a.tied
+    write_model(a.out, a.arch, variant_opts(a.arch, {k: v for k, v in extra.items()}, extra.get("seed", 1)),
+                a.fault)
+
+
+if __name__ == "__main__":
+    main()
