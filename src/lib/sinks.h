@@ -33,4 +33,34 @@ int ss_is_sink(const ss_sink_params *p, double cos0, double norm, double median_
  * never marked; it is the primary sink by definition).  mask has (L+1)*T. */
 int sink_mask(const ss_trace *tr, const ss_sink_params *p, unsigned char *mask, ss_err *e);
 
+/* Sink-score of position j at layer l (1..L): mean over heads of
+ * recv[l-1][k][j] (the /stats/recv row of layer l). */
+double sink_score(const ss_trace *tr, long l, long j);
+
+/* One sink episode: a maximal run l_start..l_end (layers 1..L) in which pos
+ * is a sink.  Norms and cosines are of h[l] (resid row l). */
+typedef struct ss_episode {
+	long pos;
+	int32_t token;
+	int primary;          /* 1 primary, 0 secondary */
+	long l_start, l_end, lifetime;
+	double peak_norm;     /* max over the episode of ||h[l][pos]|| */
+	double norm_ratio;    /* max over the episode of ||h[l][pos]|| / median_j ||h[l][j]|| */
+	double cos0;          /* mean over the episode of cos(h[l][pos], h[l][0]) */
+	double score;         /* mean sink-score over the episode */
+	double score_start;   /* sink-score at l_start */
+	double mlp_norm_start;/* ||m[l_start][pos]|| (mlp_out_norm row l_start-1) */
+} ss_episode;
+
+/* All episodes of a trace, position 0 first (always primary, over the whole
+ * layer range), then by position and l_start.  Episodes shorter than
+ * min_lifetime are dropped.  Primary: l_start <= lo-1+max(1,ceil(s*n)) and
+ * l_end >= lo-1+max(1,floor(f*n)) with n = hi-lo+1 layers in range, s =
+ * primary_start_frac, f = primary_end_frac; else secondary.
+ * *eps is malloc'd (free it). */
+int sink_episodes(const ss_trace *tr, const ss_sink_params *p, ss_episode **eps, size_t *n,
+                  ss_err *e);
+/* Check a parameter set (and resolve layer_lo/hi = 0 to 1/L for this trace). */
+int sink_params_check(const ss_sink_params *p, long L, long *lo, long *hi, ss_err *e);
+
 #endif

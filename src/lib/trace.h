@@ -47,7 +47,8 @@ typedef struct ss_trace {
 
 /* Read metadata, tokens and stats (never /acts), checking the format
  * version, every shape against the attributes, and finiteness of stats.
- * `path` may be "-" (an image on stdin). */
+ * `path` may be "-" (an image on stdin).  tr->name is the base name of the
+ * path ("-" for stdin).  On failure tr is freed and zeroed. */
 int trace_read(const char *path, ss_trace *tr, ss_err *e);
 int trace_read_h5(ss_h5 *f, ss_trace *tr, ss_err *e);
 void trace_free(ss_trace *tr);

@@ -1,0 +1,1118 @@
+/* h5io.c - HDF5 I/O; see h5io.h.  The only file that includes hdf5.h.
+ *
+ * Every hid_t starts at -1 and is closed at one `done:` label; HDF5's own
+ * error printing is off and its innermost message is folded into ours.
+ */
+#include "h5io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+#include <hdf5_hl.h>
+
+#include "ofile.h"
+
+struct ss_h5 {
+	hid_t fid;
+	char *name;      /* for messages */
+	int writing;
+	int to_stdout;   /* created with "-": image goes to stdout at commit */
+	char *path;      /* final path of a created real file */
+	char *tmp;       /* its temporary name */
+	void *image;     /* stdin image (kept alive: opened without a copy) */
+};
+
+static void quiet(void)
+{
+	static int done;
+	if (!done) {
+		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+		done = 1;
+	}
+}
+
+/* The innermost (most specific) description on HDF5's error stack. */
+static herr_t walk_cb(unsigned n, const H5E_error2_t *err, void *data)
+{
+	char *buf = data;
+	if (n == 0 && err->desc)
+		snprintf(buf, 256, "%s", err->desc);
+	return 0;
+}
+
+static const char *h5msg(void)
+{
+	static char buf[256];
+	buf[0] = '\0';
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk_cb, buf);
+	H5Eclear2(H5E_DEFAULT);
+	return buf[0] ? buf : "HDF5 error";
+}
+
+/* Seen through "FILE:PATH: what (HDF5: detail)". */
+static int h5fail(ss_err *e, const ss_h5 *f, const char *path, const char *what)
+{
+	const char *m = h5msg();
+	return ss_err_set(e, "%s:%s: %s (HDF5: %s)", f->name, path, what, m);
+}
+
+const char *h5_name(const ss_h5 *f) { return f->name; }
+
+static ss_h5 *new_h5(const char *name, ss_err *e)
+{
+	ss_h5 *f = ss_calloc(1, sizeof *f, "HDF5 handle", e);
+	if (!f)
+		return NULL;
+	f->fid = -1;
+	f->name = ss_strdup(name, e);
+	if (!f->name) {
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+static void free_h5(ss_h5 *f)
+{
+	if (!f)
+		return;
+	free(f->name);
+	free(f->path);
+	free(f->tmp);
+	free(f->image);
+	free(f);
+}
+
+/* Read all of stdin into memory. */
+static int slurp_stdin(void **buf, size_t *len, ss_err *e)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *b = malloc(cap);
+	if (!b)
+		return ss_err_set(e, "<stdin>: out of memory");
+	for (;;) {
+		if (n == cap) {
+			if (cap > SIZE_MAX / 2) {
+				free(b);
+				return ss_err_set(e, "<stdin>: input too large");
+			}
+			char *nb = realloc(b, cap * 2);
+			if (!nb) {
+				free(b);
+				return ss_err_set(e, "<stdin>: out of memory reading %zu bytes", cap * 2);
+			}
+			b = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(0, b + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int err = errno;
+			free(b);
+			return ss_err_errno(e, err, "<stdin>: read error");
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+static const unsigned char h5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+int h5_open(ss_h5 **out, const char *path, ss_err *e)
+{
+	quiet();
+	*out = NULL;
+	int in = !strcmp(path, "-");
+	ss_h5 *f = new_h5(in ? "<stdin>" : path, e);
+	if (!f)
+		return -1;
+	if (in) {
+		size_t len = 0;
+		if (slurp_stdin(&f->image, &len, e)) {
+			free_h5(f);
+			return -1;
+		}
+		if (len == 0) {
+			free_h5(f);
+			return ss_err_set(e, "<stdin>: empty input, expected an HDF5 file image");
+		}
+		if (len < 8 || memcmp(f->image, h5_signature, 8)) {
+			free_h5(f);
+			return ss_err_set(e, "<stdin>: not an HDF5 file (no HDF5 signature)");
+		}
+		/* The buffer stays ours (freed in h5_close); HDF5 neither copies nor frees it. */
+		f->fid = H5LTopen_file_image(f->image, len,
+		                             H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE);
+		if (f->fid < 0) {
+			h5fail(e, f, "/", "cannot open HDF5 image (truncated or corrupt?)");
+			free_h5(f);
+			return -1;
+		}
+	} else {
+		FILE *fp = fopen(path, "rb");
+		if (!fp) {
+			int err = errno;
+			free_h5(f);
+			return ss_err_errno(e, err, "%s", path);
+		}
+		unsigned char sig[8];
+		size_t got = fread(sig, 1, 8, fp);
+		fclose(fp);
+		if (got == 0) {
+			free_h5(f);
+			return ss_err_set(e, "%s: empty file, expected HDF5", path);
+		}
+		/* HDF5 also looks for a signature at 512, 1024 ... (user block);
+		 * let it decide when the first bytes are not the signature. */
+		htri_t is = H5Fis_hdf5(path);
+		if (is <= 0) {
+			H5Eclear2(H5E_DEFAULT);
+			free_h5(f);
+			return ss_err_set(e, "%s: not an HDF5 file", path);
+		}
+		f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+		if (f->fid < 0) {
+			h5fail(e, f, "/", "cannot open (truncated or corrupt?)");
+			free_h5(f);
+			return -1;
+		}
+		(void)sig;
+	}
+	*out = f;
+	return 0;
+}
+
+int h5_create(ss_h5 **out, const char *path, ss_err *e)
+{
+	quiet();
+	*out = NULL;
+	int toout = !strcmp(path, "-");
+	ss_h5 *f = new_h5(toout ? "<stdout>" : path, e);
+	if (!f)
+		return -1;
+	f->writing = 1;
+	hid_t fapl = -1;
+	if (toout) {
+		f->to_stdout = 1;
+		fapl = H5Pcreate(H5P_FILE_ACCESS);
+		if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0) {
+			h5fail(e, f, "/", "cannot set up the in-memory file");
+			goto fail;
+		}
+		/* The name only has to be unique among open files. */
+		char nm[64];
+		static unsigned seq;
+		snprintf(nm, sizeof nm, "<stdout>.%d.%u", (int)getpid(), seq++);
+		f->fid = H5Fcreate(nm, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+		if (f->fid < 0) {
+			h5fail(e, f, "/", "cannot create the in-memory file");
+			goto fail;
+		}
+		H5Pclose(fapl);
+	} else {
+		int fd = -1;
+		if (ss_tmp_create(path, &f->tmp, &fd, e))
+			goto fail;
+		close(fd);
+		f->path = ss_strdup(path, e);
+		if (!f->path)
+			goto fail;
+		f->fid = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+		if (f->fid < 0) {
+			h5fail(e, f, "/", "cannot create");
+			goto fail;
+		}
+	}
+	*out = f;
+	return 0;
+fail:
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	h5_close(f);
+	return -1;
+}
+
+static int write_all(int fd, const char *b, size_t n, ss_err *e)
+{
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return ss_err_errno(e, errno, "<stdout>: write error");
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int h5_commit(ss_h5 *f, ss_err *e)
+{
+	int rc = -1;
+	char *img = NULL;
+	if (!f->writing) {
+		ss_err_set(e, "%s: not opened for writing", f->name);
+		goto done;
+	}
+	if (f->to_stdout) {
+		if (H5Fflush(f->fid, H5F_SCOPE_GLOBAL) < 0) {
+			h5fail(e, f, "/", "cannot flush");
+			goto done;
+		}
+		ssize_t n = H5Fget_file_image(f->fid, NULL, 0);
+		if (n < 0) {
+			h5fail(e, f, "/", "cannot get the file image");
+			goto done;
+		}
+		img = malloc((size_t)n ? (size_t)n : 1);
+		if (!img) {
+			ss_err_set(e, "<stdout>: out of memory for a %zd-byte image", n);
+			goto done;
+		}
+		if (H5Fget_file_image(f->fid, img, (size_t)n) < 0) {
+			h5fail(e, f, "/", "cannot get the file image");
+			goto done;
+		}
+		H5Fclose(f->fid);
+		f->fid = -1;
+		/* stdio may hold buffered bytes for stdout; keep the order. */
+		if (fflush(stdout) != 0) {
+			ss_err_errno(e, errno, "<stdout>: write error");
+			goto done;
+		}
+		if (write_all(1, img, (size_t)n, e))
+			goto done;
+		rc = 0;
+	} else {
+		herr_t s = H5Fclose(f->fid);
+		f->fid = -1;
+		if (s < 0) {
+			h5fail(e, f, "/", "cannot close (disk full?)");
+			goto done;
+		}
+		if (rename(f->tmp, f->path) != 0) {
+			ss_err_errno(e, errno, "%s: cannot rename into place", f->path);
+			goto done;
+		}
+		ss_tmp_unregister(f->tmp);
+		free(f->tmp);
+		f->tmp = NULL;
+		rc = 0;
+	}
+done:
+	free(img);
+	h5_close(f);
+	return rc;
+}
+
+void h5_close(ss_h5 *f)
+{
+	if (!f)
+		return;
+	if (f->fid >= 0)
+		H5Fclose(f->fid);
+	H5Eclear2(H5E_DEFAULT);
+	if (f->tmp) {
+		unlink(f->tmp);
+		ss_tmp_unregister(f->tmp);
+	}
+	free_h5(f);
+}
+
+/* ---- objects ---------------------------------------------------------- */
+
+int h5_exists(ss_h5 *f, const char *path)
+{
+	if (!strcmp(path, "/"))
+		return 1;
+	char buf[1024];
+	size_t n = strlen(path);
+	if (n >= sizeof buf)
+		return 0;
+	memcpy(buf, path, n + 1);
+	/* H5Lexists needs every intermediate link to exist: check each prefix. */
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] == '/' || buf[i] == '\0') {
+			char c = buf[i];
+			buf[i] = '\0';
+			htri_t r = H5Lexists(f->fid, buf, H5P_DEFAULT);
+			if (r > 0)
+				r = H5Oexists_by_name(f->fid, buf, H5P_DEFAULT);
+			buf[i] = c;
+			if (r <= 0) {
+				H5Eclear2(H5E_DEFAULT);
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
+static hid_t open_dset(ss_h5 *f, const char *path, ss_err *e)
+{
+	if (!h5_exists(f, path)) {
+		ss_err_set(e, "%s:%s: missing dataset", f->name, path);
+		return -1;
+	}
+	hid_t d = H5Dopen2(f->fid, path, H5P_DEFAULT);
+	if (d < 0)
+		h5fail(e, f, path, "not a dataset");
+	return d;
+}
+
+static void fmt_dims(char *buf, size_t cap, int rank, const size_t *dims, int zero_is_any)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < rank && o < cap; i++) {
+		if (zero_is_any && !dims[i])
+			o += (size_t)snprintf(buf + o, cap - o, "%s*", i ? "x" : "");
+		else
+			o += (size_t)snprintf(buf + o, cap - o, "%s%zu", i ? "x" : "", dims[i]);
+	}
+	if (rank == 0)
+		snprintf(buf, cap, "scalar");
+}
+
+static int dset_shape(ss_h5 *f, const char *path, hid_t d, int *rank, size_t *dims, ss_err *e)
+{
+	hid_t sp = H5Dget_space(d);
+	if (sp < 0)
+		return h5fail(e, f, path, "cannot get dataspace");
+	int r = H5Sget_simple_extent_ndims(sp);
+	if (r < 0 || r > H5IO_MAX_RANK) {
+		H5Sclose(sp);
+		return ss_err_set(e, "%s:%s: unsupported rank %d", f->name, path, r);
+	}
+	hsize_t hd[H5IO_MAX_RANK];
+	H5Sget_simple_extent_dims(sp, hd, NULL);
+	H5Sclose(sp);
+	for (int i = 0; i < r; i++)
+		dims[i] = (size_t)hd[i];
+	*rank = r;
+	return 0;
+}
+
+int h5_shape(ss_h5 *f, const char *path, int *rank, size_t dims[H5IO_MAX_RANK], ss_err *e)
+{
+	hid_t d = open_dset(f, path, e);
+	if (d < 0)
+		return -1;
+	int rc = dset_shape(f, path, d, rank, dims, e);
+	H5Dclose(d);
+	return rc;
+}
+
+/* Open, check class, rank and expected shape; returns the element count. */
+static hid_t open_checked(ss_h5 *f, const char *path, H5T_class_t cls, int rank,
+                          const size_t *expect, size_t *dims, size_t *count, ss_err *e)
+{
+	hid_t d = open_dset(f, path, e);
+	if (d < 0)
+		return -1;
+	hid_t t = H5Dget_type(d);
+	H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+	if (t >= 0)
+		H5Tclose(t);
+	if (c != cls) {
+		ss_err_set(e, "%s:%s: stored type is not %s", f->name, path,
+		           cls == H5T_FLOAT ? "floating point" : "integer");
+		H5Dclose(d);
+		return -1;
+	}
+	int r;
+	size_t dd[H5IO_MAX_RANK];
+	if (dset_shape(f, path, d, &r, dd, e)) {
+		H5Dclose(d);
+		return -1;
+	}
+	int bad = r != rank;
+	for (int i = 0; !bad && i < rank && expect; i++)
+		if (expect[i] && expect[i] != dd[i])
+			bad = 1;
+	if (bad) {
+		char got[128], want[128];
+		fmt_dims(got, sizeof got, r, dd, 0);
+		if (expect)
+			fmt_dims(want, sizeof want, rank, expect, 1);
+		else
+			snprintf(want, sizeof want, "rank %d", rank);
+		if (r != rank && !expect)
+			ss_err_set(e, "%s:%s: shape %s, expected rank %d", f->name, path, got, rank);
+		else
+			ss_err_set(e, "%s:%s: shape %s, expected %s", f->name, path, got, want);
+		H5Dclose(d);
+		return -1;
+	}
+	size_t n = 1;
+	for (int i = 0; i < r; i++) {
+		if (dd[i] && n > SIZE_MAX / dd[i]) {
+			H5Dclose(d);
+			ss_err_set(e, "%s:%s: dataset too large", f->name, path);
+			return -1;
+		}
+		n *= dd[i];
+		if (dims)
+			dims[i] = dd[i];
+	}
+	*count = n;
+	return d;
+}
+
+static int read_whole(ss_h5 *f, const char *path, H5T_class_t cls, hid_t mtype, size_t esz,
+                      int rank, const size_t *expect, void **data, size_t *dims, ss_err *e)
+{
+	*data = NULL;
+	size_t n;
+	hid_t d = open_checked(f, path, cls, rank, expect, dims, &n, e);
+	if (d < 0)
+		return -1;
+	void *buf = ss_malloc(n ? n : 1, esz, path, e);
+	if (!buf) {
+		H5Dclose(d);
+		return ss_err_prefix(e, "%s", f->name);
+	}
+	if (n && H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+		h5fail(e, f, path, "read failed (truncated file?)");
+		free(buf);
+		H5Dclose(d);
+		return -1;
+	}
+	H5Dclose(d);
+	*data = buf;
+	return 0;
+}
+
+int h5_read_f32(ss_h5 *f, const char *path, int rank, const size_t *expect, float **data,
+                size_t *dims, ss_err *e)
+{
+	return read_whole(f, path, H5T_FLOAT, H5T_NATIVE_FLOAT, sizeof(float), rank, expect,
+	                  (void **)data, dims, e);
+}
+
+int h5_read_i32(ss_h5 *f, const char *path, int rank, const size_t *expect, int32_t **data,
+                size_t *dims, ss_err *e)
+{
+	return read_whole(f, path, H5T_INTEGER, H5T_NATIVE_INT32, sizeof(int32_t), rank, expect,
+	                  (void **)data, dims, e);
+}
+
+/* Select rows [start, start+count) of the first dimension of d's space. */
+static int row_spaces(ss_h5 *f, const char *path, hid_t d, size_t start, size_t count,
+                      hid_t *fsp, hid_t *msp, ss_err *e)
+{
+	*fsp = *msp = -1;
+	hid_t sp = H5Dget_space(d);
+	int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
+	if (r < 1 || r > H5IO_MAX_RANK) {
+		if (sp >= 0)
+			H5Sclose(sp);
+		return ss_err_set(e, "%s:%s: expected an array", f->name, path);
+	}
+	hsize_t dims[H5IO_MAX_RANK], off[H5IO_MAX_RANK] = {0}, cnt[H5IO_MAX_RANK];
+	H5Sget_simple_extent_dims(sp, dims, NULL);
+	if (start > dims[0] || count > dims[0] - start) {
+		H5Sclose(sp);
+		return ss_err_set(e, "%s:%s: rows %zu..%zu out of range (%llu rows)", f->name, path,
+		                  start, start + count, (unsigned long long)dims[0]);
+	}
+	for (int i = 0; i < r; i++)
+		cnt[i] = dims[i];
+	off[0] = start;
+	cnt[0] = count;
+	if (H5Sselect_hyperslab(sp, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) {
+		H5Sclose(sp);
+		return h5fail(e, f, path, "cannot select rows");
+	}
+	hid_t m = H5Screate_simple(r, cnt, NULL);
+	if (m < 0) {
+		H5Sclose(sp);
+		return h5fail(e, f, path, "cannot create memory space");
+	}
+	*fsp = sp;
+	*msp = m;
+	return 0;
+}
+
+int h5_read_f32_rows(ss_h5 *f, const char *path, size_t start, size_t count, float *buf,
+                     ss_err *e)
+{
+	hid_t d = open_dset(f, path, e), fsp = -1, msp = -1;
+	int rc = -1;
+	if (d < 0)
+		return -1;
+	hid_t t = H5Dget_type(d);
+	H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+	if (t >= 0)
+		H5Tclose(t);
+	if (c != H5T_FLOAT) {
+		ss_err_set(e, "%s:%s: stored type is not floating point", f->name, path);
+		goto done;
+	}
+	if (row_spaces(f, path, d, start, count, &fsp, &msp, e))
+		goto done;
+	if (count && H5Dread(d, H5T_NATIVE_FLOAT, msp, fsp, H5P_DEFAULT, buf) < 0) {
+		h5fail(e, f, path, "read failed (truncated file?)");
+		goto done;
+	}
+	rc = 0;
+done:
+	if (msp >= 0)
+		H5Sclose(msp);
+	if (fsp >= 0)
+		H5Sclose(fsp);
+	H5Dclose(d);
+	return rc;
+}
+
+void h5_free_strings(char **strs, size_t n)
+{
+	if (!strs)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(strs[i]);
+	free(strs);
+}
+
+int h5_read_strings(ss_h5 *f, const char *path, size_t *n, char ***strs, ss_err *e)
+{
+	*strs = NULL;
+	*n = 0;
+	hid_t d = open_dset(f, path, e), ft = -1, mt = -1, sp = -1;
+	int rc = -1;
+	char **out = NULL;
+	size_t cnt = 0;
+	if (d < 0)
+		return -1;
+	ft = H5Dget_type(d);
+	if (ft < 0 || H5Tget_class(ft) != H5T_STRING) {
+		ss_err_set(e, "%s:%s: stored type is not a string", f->name, path);
+		goto done;
+	}
+	int rank;
+	size_t dims[H5IO_MAX_RANK];
+	if (dset_shape(f, path, d, &rank, dims, e))
+		goto done;
+	if (rank != 1) {
+		ss_err_set(e, "%s:%s: expected a 1-D array of strings, got rank %d", f->name, path, rank);
+		goto done;
+	}
+	cnt = dims[0];
+	out = ss_calloc(cnt ? cnt : 1, sizeof *out, path, e);
+	if (!out)
+		goto done;
+	sp = H5Dget_space(d);
+	htri_t var = H5Tis_variable_str(ft);
+	mt = H5Tcopy(H5T_C_S1);
+	H5Tset_cset(mt, H5Tget_cset(ft));
+	if (var > 0) {
+		H5Tset_size(mt, H5T_VARIABLE);
+		char **raw = ss_calloc(cnt ? cnt : 1, sizeof *raw, path, e);
+		if (!raw)
+			goto done;
+		if (cnt && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0) {
+			h5fail(e, f, path, "read failed");
+			free(raw);
+			goto done;
+		}
+		int bad = 0;
+		for (size_t i = 0; i < cnt && !bad; i++) {
+			out[i] = strdup(raw[i] ? raw[i] : "");
+			if (!out[i])
+				bad = 1;
+		}
+		if (cnt)
+			H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, raw);
+		free(raw);
+		if (bad) {
+			ss_err_set(e, "%s:%s: out of memory", f->name, path);
+			goto done;
+		}
+	} else {
+		size_t w = H5Tget_size(ft);
+		H5Tset_size(mt, w);
+		H5Tset_strpad(mt, H5T_STR_NULLPAD);
+		char *raw = ss_malloc(cnt ? cnt : 1, w, path, e);
+		if (!raw)
+			goto done;
+		if (cnt && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0) {
+			h5fail(e, f, path, "read failed");
+			free(raw);
+			goto done;
+		}
+		int bad = 0;
+		for (size_t i = 0; i < cnt && !bad; i++) {
+			out[i] = strndup(raw + i * w, w);
+			if (!out[i])
+				bad = 1;
+		}
+		free(raw);
+		if (bad) {
+			ss_err_set(e, "%s:%s: out of memory", f->name, path);
+			goto done;
+		}
+	}
+	*strs = out;
+	*n = cnt;
+	out = NULL;
+	rc = 0;
+done:
+	h5_free_strings(out, cnt);
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (ft >= 0)
+		H5Tclose(ft);
+	H5Dclose(d);
+	return rc;
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+static hid_t lcpl_intermediate(void)
+{
+	hid_t p = H5Pcreate(H5P_LINK_CREATE);
+	if (p >= 0)
+		H5Pset_create_intermediate_group(p, 1);
+	return p;
+}
+
+static int write_whole(ss_h5 *f, const char *path, hid_t ftype, hid_t mtype, int rank,
+                       const size_t *dims, const void *data, ss_err *e)
+{
+	if (rank < 0 || rank > H5IO_MAX_RANK)
+		return ss_err_set(e, "%s:%s: unsupported rank %d", f->name, path, rank);
+	hsize_t hd[H5IO_MAX_RANK];
+	size_t n = 1;
+	for (int i = 0; i < rank; i++) {
+		hd[i] = dims[i];
+		n *= dims[i];
+	}
+	int rc = -1;
+	hid_t sp = H5Screate_simple(rank, hd, NULL), lc = lcpl_intermediate(), d = -1;
+	if (sp < 0 || lc < 0) {
+		h5fail(e, f, path, "cannot create dataspace");
+		goto done;
+	}
+	d = H5Dcreate2(f->fid, path, ftype, sp, lc, H5P_DEFAULT, H5P_DEFAULT);
+	if (d < 0) {
+		h5fail(e, f, path, "cannot create dataset");
+		goto done;
+	}
+	if (n && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+		h5fail(e, f, path, "write failed");
+		goto done;
+	}
+	rc = 0;
+done:
+	if (d >= 0)
+		H5Dclose(d);
+	if (lc >= 0)
+		H5Pclose(lc);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+int h5_write_f32(ss_h5 *f, const char *path, int rank, const size_t *dims, const float *data,
+                 ss_err *e)
+{
+	return write_whole(f, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, rank, dims, data, e);
+}
+
+int h5_write_i32(ss_h5 *f, const char *path, int rank, const size_t *dims, const int32_t *data,
+                 ss_err *e)
+{
+	return write_whole(f, path, H5T_STD_I32LE, H5T_NATIVE_INT32, rank, dims, data, e);
+}
+
+int h5_write_f64(ss_h5 *f, const char *path, int rank, const size_t *dims, const double *data,
+                 ss_err *e)
+{
+	return write_whole(f, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, rank, dims, data, e);
+}
+
+static hid_t vlen_utf8(void)
+{
+	hid_t t = H5Tcopy(H5T_C_S1);
+	if (t >= 0) {
+		H5Tset_size(t, H5T_VARIABLE);
+		H5Tset_cset(t, H5T_CSET_UTF8);
+	}
+	return t;
+}
+
+int h5_write_strings(ss_h5 *f, const char *path, size_t n, const char *const *strs, ss_err *e)
+{
+	hid_t t = vlen_utf8();
+	if (t < 0)
+		return h5fail(e, f, path, "cannot make string type");
+	size_t dims[1] = {n};
+	int rc = write_whole(f, path, t, t, 1, dims, strs, e);
+	H5Tclose(t);
+	return rc;
+}
+
+int h5_create_f32(ss_h5 *f, const char *path, int rank, const size_t *dims, ss_err *e)
+{
+	if (rank < 1 || rank > H5IO_MAX_RANK)
+		return ss_err_set(e, "%s:%s: unsupported rank %d", f->name, path, rank);
+	hsize_t hd[H5IO_MAX_RANK], ch[H5IO_MAX_RANK];
+	for (int i = 0; i < rank; i++) {
+		hd[i] = dims[i];
+		ch[i] = dims[i] ? dims[i] : 1;
+	}
+	/* One chunk per index of the first dimension (a layer of /acts), split
+	 * along the second when that would pass HDF5's 4 GiB chunk limit. */
+	ch[0] = 1;
+	for (;;) {
+		double bytes = 4;
+		for (int i = 1; i < rank; i++)
+			bytes *= (double)ch[i];
+		if (bytes <= (double)(1u << 30) || rank < 2 || ch[1] <= 1)
+			break;
+		ch[1] = (ch[1] + 1) / 2;
+	}
+	int rc = -1;
+	hid_t sp = H5Screate_simple(rank, hd, NULL), lc = lcpl_intermediate(), dc = -1, d = -1;
+	dc = H5Pcreate(H5P_DATASET_CREATE);
+	if (sp < 0 || lc < 0 || dc < 0 || H5Pset_chunk(dc, rank, ch) < 0) {
+		h5fail(e, f, path, "cannot set up a chunked dataset");
+		goto done;
+	}
+	d = H5Dcreate2(f->fid, path, H5T_IEEE_F32LE, sp, lc, dc, H5P_DEFAULT);
+	if (d < 0) {
+		h5fail(e, f, path, "cannot create dataset");
+		goto done;
+	}
+	rc = 0;
+done:
+	if (d >= 0)
+		H5Dclose(d);
+	if (dc >= 0)
+		H5Pclose(dc);
+	if (lc >= 0)
+		H5Pclose(lc);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+int h5_write_f32_rows(ss_h5 *f, const char *path, size_t start, size_t count, const float *buf,
+                      ss_err *e)
+{
+	hid_t d = open_dset(f, path, e), fsp = -1, msp = -1;
+	int rc = -1;
+	if (d < 0)
+		return -1;
+	if (row_spaces(f, path, d, start, count, &fsp, &msp, e))
+		goto done;
+	if (count && H5Dwrite(d, H5T_NATIVE_FLOAT, msp, fsp, H5P_DEFAULT, buf) < 0) {
+		h5fail(e, f, path, "write failed");
+		goto done;
+	}
+	rc = 0;
+done:
+	if (msp >= 0)
+		H5Sclose(msp);
+	if (fsp >= 0)
+		H5Sclose(fsp);
+	H5Dclose(d);
+	return rc;
+}
+
+/* ---- attributes ------------------------------------------------------- */
+
+static hid_t open_attr(ss_h5 *f, const char *obj, const char *name, ss_err *e)
+{
+	if (!h5_exists(f, obj)) {
+		ss_err_set(e, "%s:%s: missing object", f->name, obj);
+		return -1;
+	}
+	htri_t ex = H5Aexists_by_name(f->fid, obj, name, H5P_DEFAULT);
+	if (ex <= 0) {
+		H5Eclear2(H5E_DEFAULT);
+		ss_err_set(e, "%s:%s: missing attribute '%s'", f->name, obj, name);
+		return -1;
+	}
+	hid_t a = H5Aopen_by_name(f->fid, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0)
+		h5fail(e, f, obj, "cannot open attribute");
+	return a;
+}
+
+int h5_get_attr_ints(ss_h5 *f, const char *obj, const char *name, size_t *n, long **v,
+                     ss_err *e)
+{
+	*v = NULL;
+	*n = 0;
+	hid_t a = open_attr(f, obj, name, e), t = -1, sp = -1;
+	int rc = -1;
+	if (a < 0)
+		return -1;
+	t = H5Aget_type(a);
+	if (t < 0 || H5Tget_class(t) != H5T_INTEGER) {
+		ss_err_set(e, "%s:%s: attribute '%s' is not an integer", f->name, obj, name);
+		goto done;
+	}
+	sp = H5Aget_space(a);
+	hssize_t cnt = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+	if (cnt < 0) {
+		h5fail(e, f, obj, "cannot read attribute space");
+		goto done;
+	}
+	long *buf = ss_malloc(cnt ? (size_t)cnt : 1, sizeof(long), name, e);
+	if (!buf)
+		goto done;
+	if (cnt && H5Aread(a, H5T_NATIVE_LONG, buf) < 0) {
+		free(buf);
+		ss_err_set(e, "%s:%s: attribute '%s': cannot read as an integer (%s)", f->name, obj,
+		           name, h5msg());
+		goto done;
+	}
+	*v = buf;
+	*n = (size_t)cnt;
+	rc = 0;
+done:
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (t >= 0)
+		H5Tclose(t);
+	H5Aclose(a);
+	return rc;
+}
+
+int h5_get_attr_int(ss_h5 *f, const char *obj, const char *name, long *v, ss_err *e)
+{
+	size_t n;
+	long *buf;
+	if (h5_get_attr_ints(f, obj, name, &n, &buf, e))
+		return -1;
+	if (n != 1) {
+		free(buf);
+		return ss_err_set(e, "%s:%s: attribute '%s' has %zu values, expected 1", f->name, obj,
+		                  name, n);
+	}
+	*v = buf[0];
+	free(buf);
+	return 0;
+}
+
+int h5_get_attr_str(ss_h5 *f, const char *obj, const char *name, char **v, ss_err *e)
+{
+	*v = NULL;
+	hid_t a = open_attr(f, obj, name, e), t = -1, mt = -1, sp = -1;
+	int rc = -1;
+	if (a < 0)
+		return -1;
+	t = H5Aget_type(a);
+	sp = H5Aget_space(a);
+	if (t < 0 || H5Tget_class(t) != H5T_STRING || sp < 0 ||
+	    H5Sget_simple_extent_npoints(sp) != 1) {
+		ss_err_set(e, "%s:%s: attribute '%s' is not a string", f->name, obj, name);
+		goto done;
+	}
+	mt = H5Tcopy(H5T_C_S1);
+	H5Tset_cset(mt, H5Tget_cset(t));
+	if (H5Tis_variable_str(t) > 0) {
+		char *raw = NULL;
+		H5Tset_size(mt, H5T_VARIABLE);
+		if (H5Aread(a, mt, &raw) < 0) {
+			h5fail(e, f, obj, "cannot read string attribute");
+			goto done;
+		}
+		*v = ss_strdup(raw ? raw : "", e);
+		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, &raw);
+		if (!*v)
+			goto done;
+	} else {
+		size_t w = H5Tget_size(t);
+		H5Tset_size(mt, w);
+		H5Tset_strpad(mt, H5T_STR_NULLPAD);
+		char *raw = ss_calloc(w + 1, 1, name, e);
+		if (!raw)
+			goto done;
+		if (H5Aread(a, mt, raw) < 0) {
+			free(raw);
+			h5fail(e, f, obj, "cannot read string attribute");
+			goto done;
+		}
+		*v = raw;
+	}
+	rc = 0;
+done:
+	if (mt >= 0)
+		H5Tclose(mt);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (t >= 0)
+		H5Tclose(t);
+	H5Aclose(a);
+	return rc;
+}
+
+/* Create (or replace) attribute `name` on obj and write it. */
+static int put_attr(ss_h5 *f, const char *obj, const char *name, hid_t ftype, hid_t mtype,
+                    int rank, hsize_t n, const void *data, ss_err *e)
+{
+	int rc = -1;
+	hid_t sp = -1, a = -1;
+	if (H5Aexists_by_name(f->fid, obj, name, H5P_DEFAULT) > 0)
+		H5Adelete_by_name(f->fid, obj, name, H5P_DEFAULT);
+	H5Eclear2(H5E_DEFAULT);
+	sp = rank ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
+	if (sp < 0) {
+		h5fail(e, f, obj, "cannot create attribute space");
+		goto done;
+	}
+	a = H5Acreate_by_name(f->fid, obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+	if (a < 0) {
+		ss_err_set(e, "%s:%s: cannot create attribute '%s' (%s)", f->name, obj, name, h5msg());
+		goto done;
+	}
+	if (H5Awrite(a, mtype, data) < 0) {
+		ss_err_set(e, "%s:%s: cannot write attribute '%s' (%s)", f->name, obj, name, h5msg());
+		goto done;
+	}
+	rc = 0;
+done:
+	if (a >= 0)
+		H5Aclose(a);
+	if (sp >= 0)
+		H5Sclose(sp);
+	return rc;
+}
+
+int h5_set_attr_int(ss_h5 *f, const char *obj, const char *name, long v, ss_err *e)
+{
+	int64_t x = v;
+	return put_attr(f, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, 0, 1, &x, e);
+}
+
+int h5_set_attr_ints(ss_h5 *f, const char *obj, const char *name, size_t n, const long *v,
+                     ss_err *e)
+{
+	return put_attr(f, obj, name, H5T_STD_I64LE, H5T_NATIVE_LONG, 1, n, v, e);
+}
+
+int h5_set_attr_f64(ss_h5 *f, const char *obj, const char *name, double v, ss_err *e)
+{
+	return put_attr(f, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 0, 1, &v, e);
+}
+
+int h5_set_attr_str(ss_h5 *f, const char *obj, const char *name, const char *v, ss_err *e)
+{
+	hid_t t = vlen_utf8();
+	if (t < 0)
+		return h5fail(e, f, obj, "cannot make string type");
+	int rc = put_attr(f, obj, name, t, t, 0, 1, &v, e);
+	H5Tclose(t);
+	return rc;
+}
+
+/* ---- copying ---------------------------------------------------------- */
+
+struct copy_ctx {
+	ss_h5 *src, *dst;
+	const char *const *skip;
+	ss_err *e;
+	int failed;
+};
+
+static herr_t copy_link(hid_t g, const char *name, const H5L_info_t *info, void *data)
+{
+	struct copy_ctx *c = data;
+	for (const char *const *k = c->skip; k && *k; k++)
+		if (!strcmp(name, *k))
+			return 0;
+	if (H5Ocopy(g, name, c->dst->fid, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
+		char p[300];
+		snprintf(p, sizeof p, "/%s", name);
+		h5fail(c->e, c->dst, p, "cannot copy object");
+		c->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static herr_t copy_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+	struct copy_ctx *c = data;
+	hid_t a = H5Aopen(loc, name, H5P_DEFAULT), t = -1, sp = -1, b = -1;
+	void *buf = NULL;
+	int ok = 0, got = 0;
+	if (a < 0)
+		goto done;
+	t = H5Aget_type(a);
+	sp = H5Aget_space(a);
+	hssize_t n = H5Sget_simple_extent_npoints(sp);
+	size_t sz = H5Tget_size(t);
+	buf = calloc(n > 0 ? (size_t)n : 1, sz ? sz : 1);
+	if (!buf || H5Aread(a, t, buf) < 0)
+		goto done;
+	got = 1;
+	if (H5Aexists(c->dst->fid, name) > 0)
+		H5Adelete(c->dst->fid, name);
+	b = H5Acreate2(c->dst->fid, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (b < 0 || H5Awrite(b, t, buf) < 0)
+		goto done;
+	ok = 1;
+done:
+	if (got && (H5Tis_variable_str(t) > 0 || H5Tdetect_class(t, H5T_VLEN) > 0))
+		H5Dvlen_reclaim(t, sp, H5P_DEFAULT, buf);
+	free(buf);
+	if (b >= 0)
+		H5Aclose(b);
+	if (sp >= 0)
+		H5Sclose(sp);
+	if (t >= 0)
+		H5Tclose(t);
+	if (a >= 0)
+		H5Aclose(a);
+	if (!ok) {
+		ss_err_set(c->e, "%s:/: cannot copy attribute '%s' (%s)", c->dst->name, name, h5msg());
+		c->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+int h5_copy_obj(ss_h5 *dst, ss_h5 *src, const char *path, ss_err *e)
+{
+	if (!h5_exists(src, path))
+		return ss_err_set(e, "%s:%s: missing object", src->name, path);
+	hid_t lc = lcpl_intermediate();
+	herr_t r = H5Ocopy(src->fid, path, dst->fid, path, H5P_DEFAULT, lc);
+	if (lc >= 0)
+		H5Pclose(lc);
+	if (r < 0)
+		return h5fail(e, dst, path, "cannot copy object");
+	return 0;
+}
+
+int h5_copy_all(ss_h5 *dst, ss_h5 *src, const char *const *skip, int attrs, ss_err *e)
+{
+	struct copy_ctx c = {src, dst, skip, e, 0};
+	hsize_t idx = 0;
+	if (attrs)
+		H5Aiterate2(src->fid, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_attr, &c);
+	if (c.failed)
+		return -1;
+	idx = 0;
+	H5Literate(src->fid, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_link, &c);
+	if (c.failed)
+		return -1;
+	H5Eclear2(H5E_DEFAULT);
+	return 0;
+}
