@@ -1,0 +1,17 @@
+# Figure 7: token swapping.  Fraction of future sinks whose sink no longer
+# forms at l_start when one component (rows) at one layer (columns) is
+# replaced by the mean over non-informative non-sink tokens.
+# Input: d/swap.tsv (comp layer suppression), comp 0 resid, 1 attn_out, 2 mlp_out
+h = 320
+load dir.'/common.gp'
+set title title1 noenhanced
+set xlabel 'layer swapped'
+set ytics ('resid' 0, 'attn\_out' 1, 'mlp\_out' 2)
+set yrange [-0.5:2.5]
+set cbrange [0:1]
+set cblabel 'suppressed fraction'
+set grid noxtics noytics
+set key off
+set autoscale xfix
+plot d.'/swap.tsv' using "layer":"comp":"suppression" with image, \
+     '' using "layer":"comp":(sprintf('%.2f', column("suppression"))) with labels font ',8'

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# slurm/array.sh - the pipeline as a Slurm job array: one task per trace
+# (actdump -> sinkdetect), then one dependent job for everything over all
+# traces (sinklevels, pcaprobe, swapexp, tsne, figures, report).
+#
+#   pipelines/slurm/array.sh MODEL [SBATCH-FLAGS...]
+#       e.g. pipelines/slurm/array.sh Qwen3-14B -p cpu -t 4:00:00 --mem=64G -c 16
+#
+# Each task runs `make -C pipelines MODEL=X out/X/episodes/tNNN.tsv` with
+# THREADS = SLURM_CPUS_PER_TASK; outputs are atomic, so resubmitting the
+# same array after a failure redoes only the missing traces.
+# SBATCH (default: sbatch on PATH) names the sbatch to use.
+set -eu
+model=${1:?usage: slurm/array.sh MODEL [SBATCH-FLAGS...]}; shift
+here=$(cd "$(dirname "$0")/.." && pwd)
+cfg=$here/models/$model.yaml
+[ -r "$cfg" ] || { echo "array.sh: $cfg: no such model" >&2; exit 1; }
+n=$("$here/bin/yaml2mk" "$cfg" | sed -n 's/^P_n_traces := //p')
+sb=${SBATCH:-sbatch}
+jid=$("$sb" --parsable --job-name="ss-$model" --array="1-$n" "$@" --wrap \
+  "make -C '$here' MODEL='$model' THREADS=\${SLURM_CPUS_PER_TASK:-1} \
+   out/'$model'/episodes/\$(printf 't%03d' \$SLURM_ARRAY_TASK_ID).tsv")
+jid=${jid%%;*}
+"$sb" --parsable --job-name="ss-$model-all" --dependency="afterok:$jid" "$@" --wrap \
+  "make -C '$here' MODEL='$model' THREADS=\${SLURM_CPUS_PER_TASK:-1}"
+echo "array.sh: submitted job array $jid ($n traces) and its report job" >&2
