@@ -1,0 +1,212 @@
+/* kernels.c - CPU kernels; see kernels.h and forward.h. */
+#include "kernels.h"
+#include "forward.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+#ifdef __AVX2__
+/* exp(x) for 8 floats: range reduction x = n ln2 + r, |r| <= ln2/2, a
+ * degree-6 polynomial for exp(r) (Cephes expf coefficients), 2^n by
+ * exponent bits.  Relative error about 2 ulp on [-87, 88]; inputs are
+ * clamped there. */
+static inline __m256 exp8(__m256 x)
+{
+	const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365447504f);
+	x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+	                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_set1_ps(1.9875691500E-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+	__m256 r2 = _mm256_mul_ps(r, r);
+	p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256i ni = _mm256_cvtps_epi32(n);
+	/* n may be 128 at the top of the range: split the scale in two */
+	__m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+	__m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
+	__m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
+	return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+static inline double hsum4d(__m256d v)
+{
+	__m128d a = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+	return _mm_cvtsd_f64(_mm_add_sd(a, _mm_unpackhi_pd(a, a)));
+}
+#endif
+
+double k_sumsq(const float *x, long n)
+{
+	long i = 0;
+	double s = 0;
+#ifdef __AVX2__
+	__m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+	for (; i + 8 <= n; i += 8) {
+		__m256d u = _mm256_cvtps_pd(_mm_loadu_ps(x + i)), v = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+		a0 = _mm256_fmadd_pd(u, u, a0);
+		a1 = _mm256_fmadd_pd(v, v, a1);
+	}
+	s = hsum4d(_mm256_add_pd(a0, a1));
+#endif
+	for (; i < n; i++)
+		s += (double)x[i] * x[i];
+	return s;
+}
+
+double k_dot(const float *a, const float *b, long n)
+{
+	long i = 0;
+	double s = 0;
+#ifdef __AVX2__
+	__m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+	for (; i + 8 <= n; i += 8) {
+		a0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)), _mm256_cvtps_pd(_mm_loadu_ps(b + i)), a0);
+		a1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)),
+		                     _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4)), a1);
+	}
+	s = hsum4d(_mm256_add_pd(a0, a1));
+#endif
+	for (; i < n; i++)
+		s += (double)a[i] * b[i];
+	return s;
+}
+
+void k_add(float *y, const float *x, long n)
+{
+	for (long i = 0; i < n; i++)
+		y[i] += x[i];
+}
+
+void k_scale(float *x, long n, float s)
+{
+	for (long i = 0; i < n; i++)
+		x[i] *= s;
+}
+
+void k_silu_mul(float *g, const float *u, long n)
+{
+	long i = 0;
+#ifdef __AVX2__
+	const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+	for (; i + 8 <= n; i += 8) {
+		__m256 z = _mm256_loadu_ps(g + i);
+		__m256 d = _mm256_add_ps(one, exp8(_mm256_sub_ps(zero, z)));
+		_mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(z, d), _mm256_loadu_ps(u + i)));
+	}
+#endif
+	for (; i < n; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+float k_max(const float *x, long n)
+{
+	float m = -INFINITY;
+	long i = 0;
+#ifdef __AVX2__
+	__m256 v = _mm256_set1_ps(-INFINITY);
+	for (; i + 8 <= n; i += 8)
+		v = _mm256_max_ps(v, _mm256_loadu_ps(x + i));
+	float t[8];
+	_mm256_storeu_ps(t, v);
+	for (int k = 0; k < 8; k++)
+		m = t[k] > m ? t[k] : m;
+#endif
+	for (; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	return m;
+}
+
+double k_exp_shift(float *x, long n, float max)
+{
+	long i = 0;
+	double s = 0;
+#ifdef __AVX2__
+	__m256 mx = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+		_mm256_storeu_ps(x + i, v);
+		acc = _mm256_add_ps(acc, v);
+	}
+	float t[8];
+	_mm256_storeu_ps(t, acc);
+	for (int k = 0; k < 8; k++)
+		s += t[k];
+#endif
+	for (; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		s += x[i];
+	}
+	return s;
+}
+
+void k_rope(float *x, long half, const float *cs, const float *sn)
+{
+	/* HF: q*cos + rotate_half(q)*sin, rotate_half(q) = cat(-q2, q1) */
+	for (long i = 0; i < half; i++) {
+		float a = x[i], b = x[i + half];
+		x[i] = a * cs[i] - b * sn[i];
+		x[i + half] = b * cs[i] + a * sn[i];
+	}
+}
+
+void ss_rmsnorm(float *o, const float *x, const float *w, long n, double eps)
+{
+	/* HF LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then times weight */
+	float r = (float)(1.0 / sqrt(k_sumsq(x, n) / (double)n + eps));
+	for (long i = 0; i < n; i++)
+		o[i] = w[i] * (x[i] * r);
+}
+
+void ss_rope_inv_freq(const ss_config *c, float *inv)
+{
+	long half = c->rotary_dim / 2;
+	for (long i = 0; i < half; i++) {
+		/* 1 / base^(2i/dim) */
+		double f = 1.0 / pow(c->rope_theta, (double)(float)((float)(2 * i) / (float)c->rotary_dim));
+		if (c->rope_type == SS_ROPE_LINEAR) {
+			f /= c->rope_factor;
+		} else if (c->rope_type == SS_ROPE_LLAMA3) {
+			/* transformers' _compute_llama3_parameters */
+			double old = (double)c->rope_orig_max_pos, lf = c->rope_low_freq_factor,
+			       hf = c->rope_high_freq_factor, factor = c->rope_factor;
+			double wavelen = 2 * M_PI / (double)(float)f;
+			double low_wl = old / lf, high_wl = old / hf;
+			if (wavelen > low_wl) {
+				f = f / factor;
+			} else if (wavelen >= high_wl) {
+				double sm = (old / wavelen - lf) / (hf - lf);
+				f = (1 - sm) * f / factor + sm * f;
+			}
+		}
+		inv[i] = (float)f;
+	}
+}
+
+void ss_rope(float *x, long rotary_dim, long pos, const float *inv_freq)
+{
+	long half = rotary_dim / 2;
+	float cs[512], sn[512];
+	for (long i = 0; i < half && i < 512; i++) {
+		float ang = (float)pos * inv_freq[i]; /* f32 product, as HF's f32 matmul */
+		cs[i] = (float)cos((double)ang);
+		sn[i] = (float)sin((double)ang);
+	}
+	k_rope(x, half, cs, sn);
+}
+
+double ss_softmax(float *x, long n)
+{
+	float m = k_max(x, n);
+	double s = k_exp_shift(x, n, m);
+	k_scale(x, n, (float)(1.0 / s));
+	return s;
+}

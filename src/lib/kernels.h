@@ -1,0 +1,22 @@
+/* kernels.h - CPU kernels of the forward pass (library-internal).
+ * AVX2/FMA paths when compiled for them (the default -march=x86-64-v3),
+ * portable C otherwise; same formulas either way. */
+#ifndef SS_KERNELS_H
+#define SS_KERNELS_H
+
+/* sum x[i]^2 and sum a[i]*b[i], accumulated in double */
+double k_sumsq(const float *x, long n);
+double k_dot(const float *a, const float *b, long n);
+/* y[i] += x[i] */
+void k_add(float *y, const float *x, long n);
+/* g[i] = silu(g[i]) * u[i],  silu(z) = z / (1 + exp(-z)) */
+void k_silu_mul(float *g, const float *u, long n);
+/* x[i] = exp(x[i] - max) for i < n; returns the sum (double) */
+double k_exp_shift(float *x, long n, float max);
+float k_max(const float *x, long n);
+/* x[i] *= s */
+void k_scale(float *x, long n, float s);
+/* Rotate one head: x[i], x[i+h] for i < h = rotary_dim/2 with cos/sin[h]. */
+void k_rope(float *x, long half, const float *cs, const float *sn);
+
+#endif
