@@ -35,6 +35,35 @@ $PY "$SS_ROOT/tests/tools/mkmodel.py" --variants "$M" || { t_fail "mkmodel.py --
 mapfile -t variants <"$M/list"
 $PY -c "import numpy as np; r=np.random.default_rng(7); print(' '.join(map(str, [1]+list(r.integers(0,256,$T-1)))))" >"$TMP/ids"
 
+# 2. The comparison has teeth: switching off one architecture feature in the
+#    config (same weights) moves the reference by far more than the tolerance.
+#    variant | python edit of config dict c
+mutants=(
+	"llama3rope-f32|c['rope_scaling'] = None"
+	"linrope-f16|c['rope_scaling'] = None"
+	"codellama-bf16|c['rope_theta'] = 10000.0"
+	"mistral-swa-f32|c['sliding_window'] = 4096"
+	"phi3-partial-bf16|del c['partial_rotary_factor']"
+	"qwen3-f32|c['rope_theta'] = 10000.0"
+	"llama-f32|c['rms_norm_eps'] = 1e-1"
+)
+: >"$TMP/mbatch"; i=0
+for mu in "${mutants[@]}"; do
+	v=${mu%%|*}; i=$((i + 1))
+	cp -r "$M/$v" "$TMP/mut$i"
+	$PY -c "import json,sys; p=sys.argv[1]+'/config.json'; c=json.load(open(p)); ${mu#*|}; json.dump(c, open(p,'w'))" "$TMP/mut$i"
+	echo "$M/$v $TMP/ids $TMP/$v.ref.h5" >>"$TMP/mbatch"
+	echo "$TMP/mut$i $TMP/ids $TMP/mut$i.h5" >>"$TMP/mbatch"
+done
+if $PY "$REF/hf_ref.py" --batch "$TMP/mbatch" 2>"$TMP/err"; then
+	i=0
+	for mu in "${mutants[@]}"; do
+		v=${mu%%|*}; i=$((i + 1))
+		n=$($PY "$REF/cmp_h5.py" --any-dtype --tol 1e-2 "$TMP/mut$i.h5" "$TMP/$v.ref.h5" | grep -c '^not ok.*stats/')
+		t_ok "mutant $v [${mu#*|}]: reference moves by > 1e-2 ($n stats differ)" test "$n" -gt 0
+	done
+else t_fail "reference on mutants" "$(tail -3 "$TMP/err")"; fi
+
 if [ ! -x "$SS_BIN/actdump" ]; then
 	t_skip "actdump vs reference (${#variants[@]} variants)" "bin/actdump not built yet"
 	t_done; exit 0

@@ -21,8 +21,12 @@ rounding:
                explicit head_dim; Phi3: qkv_proj split [q | k | v],
                gate_up_proj.chunk(2) = (gate, up)
   attention    softmax(q k^T / sqrt(hd) + causal mask) v, GQA by
-               repeat_kv; Mistral/Qwen2 sliding window when it binds
-  MLP          down(silu(gate(x)) * up(x))
+               repeat_kv; Mistral/Phi3/Qwen2 sliding window (key j seen by query i
+               when i - j < window, as transformers masking_utils)
+  MLP          down(silu(gate(x)) * up(x)); Llama attention_bias (q/k/v/o)
+               and mlp_bias (gate/up/down) when present
+  Phi3         partial_rotary_factor: RoPE on the first hd*f dims only,
+               inv_freq computed over that width
 
 The HDF5 written has the layout of DESIGN.md section 2 with every layer of
 every component in /acts.  Row L of resid is h[L] before the final norm
@@ -107,6 +111,20 @@ def inv_freq_of(cfg, hd):
     return inv
 
 
+class Used(dict):
+    """The weights, remembering which were read."""
+    def __init__(self, d):
+        super().__init__(d)
+        self.seen = set()
+
+    def __getitem__(self, k):
+        self.seen.add(k)
+        return super().__getitem__(k)
+
+    def unused(self):
+        return sorted(set(self.keys()) - self.seen)
+
+
 def rms(x, w, eps):
     return w * (x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
@@ -121,6 +139,7 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
     rounding a correct f32 engine shows, used to set the tolerances."""
     if dt != torch.float64:
         w = {k: v.to(dt) for k, v in w.items()}
+    w = Used(w)
     arch = cfg["architectures"][0]
     d = cfg["hidden_size"]
     L = cfg["num_hidden_layers"]
@@ -129,12 +148,16 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
     hd = cfg.get("head_dim") or d // H
     eps = cfg["rms_norm_eps"]
     T = len(ids)
+    qkv_bias = arch == "Qwen2ForCausalLM" or bool(cfg.get("attention_bias"))
+    o_bias = arch != "Qwen2ForCausalLM" and bool(cfg.get("attention_bias"))
+    mlp_bias = bool(cfg.get("mlp_bias"))
     window = None
-    if arch == "MistralForCausalLM" or (arch == "Qwen2ForCausalLM" and cfg.get("use_sliding_window")):
+    if arch in ("MistralForCausalLM", "Phi3ForCausalLM") or (arch == "Qwen2ForCausalLM" and cfg.get("use_sliding_window")):
         window = cfg.get("sliding_window")
 
+    rd = int(hd * cfg.get("partial_rotary_factor", 1.0))
     pos = torch.arange(T, dtype=torch.float64)
-    freqs = torch.outer(pos, inv_freq_of(cfg, hd))
+    freqs = torch.outer(pos, inv_freq_of(cfg, rd))
     emb = torch.cat((freqs, freqs), -1)
     cos, sin = emb.cos().to(dt), emb.sin().to(dt)           # [T, hd]
 
@@ -157,7 +180,7 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
             q = x @ w[p + "self_attn.q_proj.weight"].T
             k = x @ w[p + "self_attn.k_proj.weight"].T
             v = x @ w[p + "self_attn.v_proj.weight"].T
-            if p + "self_attn.q_proj.bias" in w:
+            if qkv_bias:
                 q = q + w[p + "self_attn.q_proj.bias"]
                 k = k + w[p + "self_attn.k_proj.bias"]
                 v = v + w[p + "self_attn.v_proj.bias"]
@@ -167,8 +190,10 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
         if arch == "Qwen3ForCausalLM":
             q = rms(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms(k, w[p + "self_attn.k_norm.weight"], eps)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        def rope(x):
+            xr, xp = x[..., :rd], x[..., rd:]
+            return torch.cat((xr * cos + rotate_half(xr) * sin, xp), -1)
+        q, k = rope(q), rope(k)
         rep = H // KV
         k = k.repeat_interleave(rep, 0)                     # repeat_kv
         v = v.repeat_interleave(rep, 0)
@@ -176,6 +201,8 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
         A = torch.softmax(s, -1)                            # [H, Tq, Tk]
         o = (A @ v).transpose(0, 1).reshape(T, H * hd)
         a = o @ w[p + "self_attn.o_proj.weight"].T
+        if o_bias:
+            a = a + w[p + "self_attn.o_proj.bias"]
         # recv[k][j] = mean over queries i >= j of A[i][j]
         recv.append(A.sum(1) / (T - torch.arange(T, dtype=dt)))
         mid = h + a
@@ -186,7 +213,12 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
         else:
             g = x2 @ w[p + "mlp.gate_proj.weight"].T
             u = x2 @ w[p + "mlp.up_proj.weight"].T
+            if mlp_bias:
+                g = g + w[p + "mlp.gate_proj.bias"]
+                u = u + w[p + "mlp.up_proj.bias"]
         m = (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
+        if mlp_bias:
+            m = m + w[p + "mlp.down_proj.bias"]
         h = mid + m
         hs.append(h)
         attn_outs.append(a)
@@ -196,6 +228,9 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
     if hf_last_norm:
         hs[-1] = final
     head = w["model.embed_tokens.weight" if cfg.get("tie_word_embeddings", False) else "lm_head.weight"]
+    unused = w.unused()
+    if unused:   # as a strict load_state_dict would
+        raise SystemExit("hf_ref: tensors not used by %s: %s" % (arch, ", ".join(unused[:4])))
     R = torch.stack(hs)                                     # [L+1, T, d]
     out = {
         "resid_norm": R.norm(dim=-1),

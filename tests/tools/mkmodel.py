@@ -40,11 +40,14 @@ VARIANTS = {
     "codellama-bf16":     ("llama", dict(dtype="bf16", theta=1e6)),
     "mistral-f32-sh":     ("mistral", dict(dtype="f32", shards=2)),
     "mistral-bf16":       ("mistral", dict(dtype="bf16")),
+    "mistral-swa-f32":    ("mistral", dict(dtype="f32", window=100)),   # window < T binds
+    "llama-bias-f32":     ("llama", dict(dtype="f32", bias=True)),      # attention_bias, mlp_bias
     "qwen2-f32-tied":     ("qwen2", dict(dtype="f32", tied=True)),
     "qwen2-bf16-sh":      ("qwen2", dict(dtype="bf16", tied=True, shards=2)),
     "qwen3-f32":          ("qwen3", dict(dtype="f32")),
     "qwen3-bf16-tied":    ("qwen3", dict(dtype="bf16", tied=True)),
     "phi3-f32":           ("phi3", dict(dtype="f32")),
+    "phi3-partial-bf16":  ("phi3", dict(dtype="bf16", partial=0.75)),   # Phi-4-mini style
     "phi3-f16-sh":        ("phi3", dict(dtype="f16", shards=2, kv_heads=4)),  # Phi-3-mini: no GQA
 }
 
@@ -103,19 +106,21 @@ def make_config(arch, o):
         "torch_dtype": {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[o["dtype"]],
     }
     if arch in ("llama", "qwen3"):
-        cfg["attention_bias"] = False
+        cfg["attention_bias"] = bool(o["bias"]) and arch == "llama"
     if arch == "llama":
-        cfg["mlp_bias"] = False
+        cfg["mlp_bias"] = bool(o["bias"])
     if arch == "qwen3" or o["head_dim"]:
         cfg["head_dim"] = hd
     if arch == "mistral":
-        cfg["sliding_window"] = 4096     # longer than any test sequence
+        cfg["sliding_window"] = o["window"] or 4096   # default: longer than any test sequence
     if arch == "qwen2":
         cfg["use_sliding_window"] = False
         cfg["sliding_window"] = 4096
     if arch == "phi3":
         cfg["original_max_position_embeddings"] = 4096
         cfg["resid_pdrop"] = 0.0
+        if o["partial"]:
+            cfg["partial_rotary_factor"] = o["partial"]
     if o["rope"] == "llama3":
         # original_max_position_embeddings is small so that this head_dim's
         # frequencies fall in all three bands of the llama3 formula.
@@ -159,14 +164,24 @@ def make_tensors(arch, cfg, o, rng):
         if arch == "qwen3":
             t.append((p + "self_attn.q_norm.weight", (normw(hd) * qk_gain).astype(np.float32)))
             t.append((p + "self_attn.k_norm.weight", normw(hd)))
+        if cfg.get("attention_bias"):
+            for n, k in (("q", H * hd), ("k", KV * hd), ("v", KV * hd)):
+                t.append((p + "self_attn.%s_proj.bias" % n, (0.3 * rng.standard_normal(k)).astype(np.float32)))
         t.append((p + "self_attn.o_proj.weight", lin(d, H * hd)))
+        if cfg.get("attention_bias"):
+            t.append((p + "self_attn.o_proj.bias", (0.3 * rng.standard_normal(d)).astype(np.float32)))
         g, u = lin(I, d, 1.5), lin(I, d, 1.5)
         if arch == "phi3":
             t.append((p + "mlp.gate_up_proj.weight", np.concatenate([g, u], 0)))
         else:
             t.append((p + "mlp.gate_proj.weight", g))
             t.append((p + "mlp.up_proj.weight", u))
+        if cfg.get("mlp_bias"):
+            t.append((p + "mlp.gate_proj.bias", (0.3 * rng.standard_normal(I)).astype(np.float32)))
+            t.append((p + "mlp.up_proj.bias", (0.3 * rng.standard_normal(I)).astype(np.float32)))
         t.append((p + "mlp.down_proj.weight", lin(d, I)))
+        if cfg.get("mlp_bias"):
+            t.append((p + "mlp.down_proj.bias", (0.3 * rng.standard_normal(d)).astype(np.float32)))
     t.append(("model.norm.weight", normw(d)))
     if not cfg["tie_word_embeddings"]:
         t.append(("lm_head.weight", lin(V, d)))
@@ -275,7 +290,7 @@ def write_model(outdir, arch, o, fault=None):
 def defaults():
     return dict(layers=3, hidden=64, heads=4, kv_heads=2, head_dim=0, inter=128, vocab=256,
                 theta=10000.0, rope="none", dtype="f32", tied=False, shards=1, seed=1,
-                qk_gain=2.0, plant_inf=None)
+                qk_gain=2.0, plant_inf=None, bias=False, window=0, partial=0.0)
 
 
 def variant_opts(arch, extra, seed):
@@ -293,8 +308,8 @@ def main():
     ap.add_argument("--variants", action="store_true", help="write every variant under OUT")
     ap.add_argument("--arch", choices=ARCHS, default="llama")
     for k, v in defaults().items():
-        if k in ("tied",):
-            ap.add_argument("--tied", action="store_true")
+        if k in ("tied", "bias"):
+            ap.add_argument("--" + k, action="store_true")
         elif k == "plant_inf":
             ap.add_argument("--plant-inf", type=int, metavar="LAYER0",
                             help="0-based layer whose down_proj gets a weight overflowing f16")
@@ -315,7 +330,7 @@ def main():
             f.write("\n".join(names) + "\n")
         return
     extra = {k: getattr(a, k) for k in defaults() if getattr(a, k, None) is not None}
-    extra["tied"] = a.tied
+    extra["tied"], extra["bias"] = a.tied, a.bias
     write_model(a.out, a.arch, variant_opts(a.arch, {k: v for k, v in extra.items()}, extra.get("seed", 1)),
                 a.fault)
 
