@@ -13,7 +13,7 @@ for p in "$SS_BIN"/*; do
 	help=$("$p" --help); rc=$?
 	t_eq "$n: --help exits 0" 0 $rc
 	u=$(printf '%s\n' "$help" | awk '/^usage: /{sub(/^usage: /,""); print; f=1; next} f && /^       /{print; next} {f=0}' | norm)
-	s=$(mandoc -Tascii -O width=2000 "$m" | col -b | awk '/^SYNOPSIS/{f=1; next} /^[A-Z]/{f=0} f' | norm)
+	s=$(mandoc -Tascii -O width=1000 "$m" | col -b | awk '/^SYNOPSIS/{f=1; next} /^[A-Z]/{f=0} f' | norm)
 	t_eq "$n: SYNOPSIS matches --help" "$u" "$s"
 	v=$("$p" --version); t_match "$n: --version" "^$n \\(sinkscope\\) [0-9]" "$v"
 	t_fails "$n: unknown option is a usage error (2)" 2 "^$n: .*unknown option" "$p" --no-such-option
