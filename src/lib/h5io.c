@@ -48,15 +48,17 @@ static const char *h5msg(void)
 {
 	static char buf[256];
 	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk_cb, buf);
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, buf);
 	H5Eclear2(H5E_DEFAULT);
-	return buf[0] ? buf : "HDF5 error";
+	return buf;
 }
 
 /* Seen through "FILE:PATH: what (HDF5: detail)". */
 static int h5fail(ss_err *e, const ss_h5 *f, const char *path, const char *what)
 {
 	const char *m = h5msg();
+	if (!*m)
+		return ss_err_set(e, "%s:%s: %s", f->name, path, what);
 	return ss_err_set(e, "%s:%s: %s (HDF5: %s)", f->name, path, what, m);
 }
 

@@ -8,7 +8,10 @@
 #ifndef SS_SINKS_H
 #define SS_SINKS_H
 
+#include <stdio.h>
+
 #include "err.h"
+#include "h5io.h"
 #include "trace.h"
 
 typedef struct ss_sink_params {
@@ -60,6 +63,20 @@ typedef struct ss_episode {
  * *eps is malloc'd (free it). */
 int sink_episodes(const ss_trace *tr, const ss_sink_params *p, ss_episode **eps, size_t *n,
                   ss_err *e);
+/* The episode table (sinkdetect(1)): header, then one row per episode. */
+#define SINK_TSV_HEADER                                                                    \
+	"trace\tpos\ttoken\ttext\tkind\tl_start\tl_end\tlifetime\tpeak_norm\tnorm_ratio\tcos0\t" \
+	"score\tscore_start\tmlp_norm_start\n"
+void sink_episodes_write_tsv(FILE *f, const ss_trace *tr, const ss_episode *eps, size_t n);
+
+/* /sinks in an HDF5 file (sinkscope-h5(5)): one 1-D dataset per field
+ * (pos, token, primary, l_start, l_end, lifetime: int32; the rest float32),
+ * attributes tau_cos, tau_norm, min_lifetime, layer_lo, layer_hi,
+ * primary_start_frac, primary_end_frac. */
+int sink_episodes_write_h5(ss_h5 *f, const ss_episode *eps, size_t n, const ss_sink_params *p,
+                           long lo, long hi, ss_err *e);
+int sink_episodes_read_h5(ss_h5 *f, ss_episode **eps, size_t *n, ss_err *e);
+
 /* Check a parameter set (and resolve layer_lo/hi = 0 to 1/L for this trace). */
 int sink_params_check(const ss_sink_params *p, long L, long *lo, long *hi, ss_err *e);
 
