@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# tsne: TSV and HDF5 inputs, labels from a planted trace, the output
+# formats, determinism across threads, the scan, and each bad input (one
+# line, exit 1, no output).
+. "$(dirname "$0")/../lib.sh"
+if ! have_py h5py; then t_skip "tsne CLI" "no h5py in $PY"; t_done; exit 0; fi
+$PY "$SS_ROOT/tests/tools/tsne_trace.py" "$TMP/p.h5" "$TMP/p.tsv"
+$PY -c "
+import numpy as np, sys
+r = np.random.default_rng(3)
+y = np.arange(300) % 3
+X = r.normal(0, 1, (300, 10)) + 8 * np.eye(3)[y] @ r.normal(0, 1, (3, 10))
+print('label\t' + '\t'.join('c%d' % i for i in range(10)))
+for l, row in zip(y, X): print('g%d\t' % l + '\t'.join('%.6g' % v for v in row))" >"$TMP/m.tsv"
+
+out=$(tsne -q -n 300 <"$TMP/m.tsv"); rc=$?
+t_eq "TSV matrix on stdin: exit 0" 0 $rc
+t_eq "output header" "trace	pos	label	x	y" "$(printf '%s\n' "$out" | head -1)"
+t_eq "one row per input row" 301 "$(printf '%s\n' "$out" | wc -l | tr -d ' ')"
+t_eq "label column passes through" "100 g0 100 g1 100 g2" "$(printf '%s\n' "$out" | awk 'NR>1{print $3}' | sort | uniq -c | awk '{printf "%s%s %s", (NR>1 ? " " : ""), $1, $2}')"
+a=$(tsne -q -n 300 -j 1 <"$TMP/m.tsv" | md5sum); b=$(tsne -q -n 300 -j 2 <"$TMP/m.tsv" | md5sum)
+t_eq "same output with 1 and 2 threads" "$a" "$b"
+c=$(tsne -q -n 300 -j 2 --init random -s 2 <"$TMP/m.tsv" | md5sum); d=$(tsne -q -n 300 -j 1 --init random -s 2 <"$TMP/m.tsv" | md5sum)
+t_eq "random init: same output with 1 and 2 threads for one seed" "$c" "$d"
+t_match "another seed, another layout" "^[0-9a-f]+ " "$([ "$c" != "$(tsne -q -n 300 --init random -s 3 <"$TMP/m.tsv" | md5sum)" ] && echo "$c")"
+err=$(tsne -n 300 <"$TMP/m.tsv" 2>&1 >/dev/null)
+t_match "summary line reports the exact KL divergence" "^tsne: 300 points, 10 dims, KL divergence [0-9.]+ \(exact\)" "$err"
+# planted clusters: every point's nearest centroid in the embedding is its own cluster's
+bad=$(printf '%s\n' "$out" | awk 'NR>1{l[NR]=$3; x[NR]=$4; y[NR]=$5; sx[$3]+=$4; sy[$3]+=$5; n[$3]++}
+ END{for (g in n) {sx[g]/=n[g]; sy[g]/=n[g]}; b=0
+ for (i in l) {best=""; bd=1e300; for (g in n) {d=(x[i]-sx[g])^2+(y[i]-sy[g])^2; if (d<bd) {bd=d; best=g}}; if (best!=l[i]) b++}; print b}')
+t_eq "planted clusters stay apart (points nearer another centroid)" 0 "$bad"
+
+# HDF5 inputs and labels
+out=$(tsne -q -n 300 -l 2 --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid")
+t_eq "labels from sinkdetect TSV and token classes (counts)" "160 control 79 future 161 other" \
+	"$(printf '%s\n' "$out" | awk 'NR>1{print $3}' | sort | uniq -c | awk '{printf "%s%s %s", (NR>1 ? " " : ""), $1, $2}')"
+t_eq "future rows are the planted ones (every 5th position)" "" \
+	"$(printf '%s\n' "$out" | awk '$3=="future" && $2%5 {print}')"
+t_eq "--only future,control" 239 "$(tsne -q -n 300 -l 2 --labels "$TMP/p.tsv" --only future,control "$TMP/p.h5:/acts/resid" | tail -n +2 | wc -l | tr -d ' ')"
+t_eq "--min-lifetime 3 drops the lifetime-2 futures" 0 "$(tsne -q -n 250 -l 2 --labels "$TMP/p.tsv" --min-lifetime 3 "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
+t_eq "at layer 3 (= l_start) no row is a future sink" 0 "$(tsne -q -n 250 -l 3 --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
+t_eq "two traces: rows (trace, pos)" 801 "$(cp "$TMP/p.h5" "$TMP/q.h5"; tsne -q -n 250 -l 1 "$TMP/p.h5:/acts/resid" "$TMP/q.h5:/acts/resid" | wc -l | tr -d ' ')"
+t_eq "plain 2-D dataset FILE.h5:/plain/matrix" 401 "$(tsne -q -n 250 "$TMP/p.h5:/plain/matrix" | wc -l | tr -d ' ')"
+tsne -q -n 250 -l 2 --labels "$TMP/p.tsv" -o "$TMP/e.h5" "$TMP/p.h5:/acts/resid" >"$TMP/o.txt"; rc=$?
+t_eq "-o FILE.h5: exit 0, nothing on stdout" "0 0" "$rc $(wc -c <"$TMP/o.txt" | tr -d ' ')"
+t_eq "-o FILE.h5 read by h5py" "(400, 2) 400 400 160 True" "$($PY -c "
+import h5py, sys
+f = h5py.File(sys.argv[1])
+lab = [x.decode() if isinstance(x, bytes) else x for x in f['tsne/label'][()]]
+print(f['tsne/xy'].shape, len(f['tsne/pos']), len(f['tsne/trace']), lab.count('control'), f['tsne/xy'].attrs['kl_divergence'] > 0)" "$TMP/e.h5" 2>&1)"
+
+# the scan: layer 1 inseparable, layer 2 separable (planted), 3-4 no futures
+scan=$(tsne -q -n 300 --scan all --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid")
+t_eq "scan: header" "layer n n_future n_control n_other knn_acc knn_bal silhouette knn_acc_2d knn_bal_2d silhouette_2d kl" \
+	"$(printf '%s\n' "$scan" | head -1 | tr '\t' ' ')"
+t_eq "scan: one row per layer" "1 2 3 4" "$(printf '%s\n' "$scan" | tail -n +2 | cut -f1 | tr '\n' ' ' | sed 's/ $//')"
+t_match "scan: layer 2 separable (balanced k-NN > 0.9 in both spaces), layer 1 not (< 0.7)" "^ok$" \
+	"$(printf '%s\n' "$scan" | awk -F'\t' '$1==1{a=($7<0.7 && $10<0.7)} $1==2{b=($7>0.9 && $10>0.9)} END{print (a&&b)?"ok":"bad " a b}')"
+t_match "scan: layers without futures are NA" "^NA NA$" "$(printf '%s\n' "$scan" | awk -F'\t' '$1==4{print $6, $9}')"
+
+# bad input: one line, exit 1, no output
+printf 'a\tb\n1\t2\nnan\t3\n' >"$TMP/nan.tsv"
+t_fails_in "NaN on stdin" 1 '^tsne: <stdin>:3: column .a.: not a finite number: .nan.$' "$TMP/nan.tsv" tsne
+$PY -c "
+import h5py, numpy as np, sys
+with h5py.File(sys.argv[1], 'r+') as f: f['acts/resid'][2, 17, 4] = np.nan" "$TMP/q.h5"
+t_fails "NaN row in /acts" 1 '^tsne: .*q.h5:/acts/resid: layer 2, pos 17: non-finite value in column 5$' tsne -l 2 "$TMP/q.h5:/acts/resid"
+head -51 "$TMP/m.tsv" >"$TMP/small.tsv"
+t_fails_in "N too small for the perplexity" 1 '^tsne: <stdin>: 50 points: too few for perplexity 30 \(need more than 90\)$' "$TMP/small.tsv" tsne
+t_fails "missing dataset" 1 '^tsne: .*p.h5:/acts/nope: no such dataset$' tsne -l 1 "$TMP/p.h5:/acts/nope"
+t_fails "missing layer" 1 'layer 9' tsne -l 9 "$TMP/p.h5:/acts/resid"
+t_fails "missing file" 1 '^tsne: .*nofile.h5' tsne -l 1 "$TMP/nofile.h5:/acts/resid"
+awk -F'\t' 'NR==3{$2=812}1' OFS='\t' "$TMP/p.tsv" >"$TMP/badpos.tsv"
+t_fails "labels do not match the vectors (pos beyond the trace)" 1 '^tsne: .*badpos.tsv:3: pos 812 outside trace .p.h5. \(400 tokens\): labels do not match the vectors$' \
+	tsne -l 2 --labels "$TMP/badpos.tsv" "$TMP/p.h5:/acts/resid"
+awk -F'\t' 'NR==3{$3=999}1' OFS='\t' "$TMP/p.tsv" >"$TMP/badtok.tsv"
+t_fails "labels do not match the vectors (token id differs)" 1 'badtok.tsv:3: token 999 at pos 5, but trace .p.h5. has 220 there' \
+	tsne -l 2 --labels "$TMP/badtok.tsv" "$TMP/p.h5:/acts/resid"
+sed 's/^p\.h5/other.h5/' "$TMP/p.tsv" >"$TMP/other.tsv"
+t_fails "labels naming no input trace" 1 'other.tsv: no episode names an input trace' \
+	tsne -l 2 --labels "$TMP/other.tsv" "$TMP/p.h5:/acts/resid"
+T_OUT="$TMP/never.h5" t_fails "-o: no partial output on failure" 1 'non-finite' tsne -o "$TMP/never.h5" -l 2 "$TMP/q.h5:/acts/resid"
+t_fails "layer required for /acts" 2 '^tsne: .*--layer is required' tsne "$TMP/p.h5:/acts/resid"
+t_fails "--only with an unknown label" 2 "unknown label 'sink'" tsne --only sink
+t_done
