@@ -134,9 +134,13 @@ def rotate_half(x):
     return torch.cat((-x[..., h:], x[..., :h]), -1)
 
 
-def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
+def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, edit=None):
     """dt=torch.float32 gives an f32 run of the same code: the size of the
-    rounding a correct f32 engine shows, used to set the tolerances."""
+    rounding a correct f32 engine shows, used to set the tolerances.
+    edit(layer, component, x) -> x, when given, may change resid (layer 0 =
+    embeddings), attn_out, mlp_in and mlp_out [T, d] (interventions)."""
+    if edit is None:
+        edit = lambda l, c, x: x
     if dt != torch.float64:
         w = {k: v.to(dt) for k, v in w.items()}
     w = Used(w)
@@ -167,7 +171,7 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
         allowed &= (i[:, None] - i[None, :]) < window
     mask = torch.where(allowed, 0.0, float("-inf")).to(dt)
 
-    h = w["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)]
+    h = edit(0, "resid", w["model.embed_tokens.weight"][torch.tensor(ids, dtype=torch.long)])
     hs, attn_outs, mlp_ins, mlp_outs, recv = [h], [], [], [], []
     for l in range(L):
         p = "model.layers.%d." % l
@@ -203,10 +207,11 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
         a = o @ w[p + "self_attn.o_proj.weight"].T
         if o_bias:
             a = a + w[p + "self_attn.o_proj.bias"]
+        a = edit(l + 1, "attn_out", a)
         # recv[k][j] = mean over queries i >= j of A[i][j]
         recv.append(A.sum(1) / (T - torch.arange(T, dtype=dt)))
         mid = h + a
-        x2 = rms(mid, w[p + "post_attention_layernorm.weight"], eps)
+        x2 = edit(l + 1, "mlp_in", rms(mid, w[p + "post_attention_layernorm.weight"], eps))
         if arch == "Phi3ForCausalLM":
             gu = x2 @ w[p + "mlp.gate_up_proj.weight"].T
             g, u = gu.chunk(2, -1)
@@ -219,7 +224,8 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64):
         m = (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
         if mlp_bias:
             m = m + w[p + "mlp.down_proj.bias"]
-        h = mid + m
+        m = edit(l + 1, "mlp_out", m)
+        h = edit(l + 1, "resid", mid + m)
         hs.append(h)
         attn_outs.append(a)
         mlp_ins.append(x2)
