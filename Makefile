@@ -150,3 +150,9 @@ fuzz: $(FUZZ_BIN)
 	@tests/fuzz/run $(FUZZ_SECONDS) $(FUZZ_BIN)
 check: $(FUZZ_REPLAY)
 units: $(FUZZ_REPLAY)
+
+# The model organism (mkorganism(1)): generated on demand, never committed.
+.PHONY: organism
+organism: examples/organism/config.json
+examples/organism/config.json: $(BINDIR)/mkorganism examples/organism.yaml
+	$(BINDIR)/mkorganism -o examples/organism examples/organism.yaml

@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""organism_check.py - check that an organism built by mkorganism plants what
+its truth/ tables say, with an independent float64 forward pass of Qwen2
+(the formulas of Hugging Face's modeling_qwen2, eager attention).
+
+    organism_check.py MODEL_DIR TRACE.jsonl [N_TOKENS]
+
+Tokenizes the trace's first "response" with a plain byte-level BPE over the
+folder's tokenizer.json (a rough pre-split; exactness does not matter here,
+only which ids occur), runs the model and checks, with the sink rule of
+DESIGN.md (cos to position 0 > 0.95, norm >= 2 x the layer median):
+  - every secondary episode is on a planted token and has its level's
+    (l_start, lifetime); every planted token present becomes one;
+  - the fit lifetime ~ ln ||m[l_start]|| gives the planted slope/intercept;
+  - the primary sink-score is high before start_layer, dips in the valley,
+    recovers after it; the sink-score at l_start rises with the level norm;
+  - PCA of the MLP inputs at start_layer (positions > 0): top component
+    along the planted decision direction (|cos| > 0.99).
+Prints one "ok"/"not ok" line per check (TAP body, no plan) and the figures.
+"""
+import json
+import math
+import re
+import sys
+
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float64)
+
+
+def read_st(path):
+    buf = open(path, "rb").read()
+    n = int.from_bytes(buf[:8], "little")
+    hdr = json.loads(buf[8:8 + n])
+    out = {}
+    for k, t in hdr.items():
+        if k == "__metadata__":
+            continue
+        b, e = t["data_offsets"]
+        raw = buf[8 + n + b:8 + n + e]
+        if t["dtype"] == "BF16":
+            a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        elif t["dtype"] == "F16":
+            a = np.frombuffer(raw, np.float16)
+        else:
+            a = np.frombuffer(raw, np.float32)
+        out[k] = torch.from_numpy(a.astype(np.float64).reshape(t["shape"]))
+    return out
+
+
+def byte_map():
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def tokenize(tok, text):
+    vocab = tok["model"]["vocab"]
+    ranks = {}
+    for i, m in enumerate(tok["model"]["merges"]):
+        a, b = m.split(" ") if isinstance(m, str) else m
+        ranks[(a, b)] = i
+    bm = byte_map()
+    pat = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+|\d| ?[^\s\w]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+    ids = []
+    for piece in pat.findall(text):
+        w = [bm[b] for b in piece.encode("utf-8")]
+        while len(w) > 1:
+            best = min(range(len(w) - 1), key=lambda i: ranks.get((w[i], w[i + 1]), 1 << 30))
+            if (w[best], w[best + 1]) not in ranks:
+                break
+            w[best:best + 2] = [w[best] + w[best + 1]]
+        ids += [vocab[x] for x in w]
+    return ids
+
+
+def forward(cfg, w, ids):
+    D, L, H = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    hd, eps, T = D // H, cfg["rms_norm_eps"], len(ids)
+    inv = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2) / hd))
+    fr = torch.outer(torch.arange(T, dtype=torch.float64), inv)
+    cos, sin = torch.cat((fr, fr), -1).cos(), torch.cat((fr, fr), -1).sin()
+    rot = lambda x: torch.cat((-x[..., hd // 2:], x[..., :hd // 2]), -1)
+    rms = lambda x, g: g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    mask = torch.full((T, T), float("-inf")).triu(1)
+    h = w["model.embed_tokens.weight"][torch.tensor(ids)]
+    hs, mins, mouts, recv = [h], [], [], []
+    for l in range(L):
+        p = "model.layers.%d." % l
+        x = rms(h, w[p + "input_layernorm.weight"])
+        q, k, v = [(x @ w[p + "self_attn.%s_proj.weight" % n].T + w[p + "self_attn.%s_proj.bias" % n])
+                   .view(T, H, hd).transpose(0, 1) for n in "qkv"]
+        q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
+        A = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(hd) + mask, -1)
+        recv.append(A.sum(1) / (T - torch.arange(T)))
+        a = (A @ v).transpose(0, 1).reshape(T, D) @ w[p + "self_attn.o_proj.weight"].T
+        mid = h + a
+        x2 = rms(mid, w[p + "post_attention_layernorm.weight"])
+        m = (torch.nn.functional.silu(x2 @ w[p + "mlp.gate_proj.weight"].T) *
+             (x2 @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        h = mid + m
+        hs.append(h), mins.append(x2), mouts.append(m)
+    return torch.stack(hs), torch.stack(mins), torch.stack(mouts), torch.stack(recv)
+
+
+def tsv(path):
+    rows = [l.rstrip("\n").split("\t") for l in open(path)]
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
+
+
+n_ok = 0
+
+
+def check(desc, cond, diag=""):
+    global n_ok
+    print(("ok" if cond else "not ok") + " - " + desc + ((" # " + diag) if diag else ""))
+    n_ok += 0 if cond else 1
+
+
+def main():
+    md, trace = sys.argv[1], sys.argv[2]
+    ntok = int(sys.argv[3]) if len(sys.argv) > 3 else 400
+    cfg = json.load(open(md + "/config.json"))
+    w = read_st(md + "/model.safetensors")
+    tok = json.load(open(md + "/tokenizer.json"))
+    text = json.loads(open(trace).readline())["response"]
+    ids = tokenize(tok, text)[:ntok]
+    levels = tsv(md + "/truth/levels.tsv")
+    law = tsv(md + "/truth/law.tsv")[0]
+    dirs = {r["name"]: np.array([float(x) for x in r["vector"].split(",")]) for r in tsv(md + "/truth/directions.tsv")}
+    ls = int(levels[0]["l_start"])
+    lev_of = {}
+    for r in levels:
+        for i in r["ids"].split(","):
+            lev_of[int(i)] = (int(r["l_start"]), int(r["lifetime"]), float(r["norm"]))
+    R, MI, MO, RECV = forward(cfg, w, ids)
+    L, T = R.shape[0] - 1, R.shape[1]
+    norm = R.norm(dim=-1)
+    cos0 = torch.nn.functional.cosine_similarity(R, R[:, :1].expand_as(R), dim=-1)
+    med = norm.median(dim=1).values
+    sink = (cos0 > 0.95) & (norm >= 2.0 * med[:, None])
+    sink[:, 0] = False
+    eps = []
+    for j in range(1, T):
+        l = 1
+        while l <= L:
+            if sink[l, j]:
+                s = l
+                while l + 1 <= L and sink[l + 1, j]:
+                    l += 1
+                eps.append((j, ids[j], s, l - s + 1, float(MO[s - 1, j].norm())))
+            l += 1
+    planted = [j for j in range(1, T) if ids[j] in lev_of]
+    print("# %d tokens, %d planted positions, %d episodes" % (T, len(planted), len(eps)))
+    bad = [e for e in eps if e[1] not in lev_of or (e[2], e[3]) != lev_of[e[1]][:2]]
+    check("every episode is a planted token with its level's (l_start, lifetime)", not bad,
+          "first bad: %r" % (bad[:3],))
+    have = {e[0] for e in eps}
+    miss = [j for j in planted if j not in have]
+    check("every planted position becomes a sink", not miss, "missing %r" % miss[:5])
+    found = sorted({(e[2], e[3]) for e in eps})
+    want = sorted({lev_of[ids[j]][:2] for j in planted})
+    print("# levels found %s, planted (present in the trace) %s" % (found, want))
+    check("levels found = planted levels", found == want)
+    x = np.array([math.log(e[4]) for e in eps])
+    y = np.array([e[3] for e in eps], float)
+    if len(set(y)) >= 2:
+        b, a = np.polyfit(x, y, 1)
+        r = np.corrcoef(x, y)[0, 1]
+        print("# law: lifetime = %.4f + %.4f ln(norm), r = %.4f, n = %d (planted %s + %s ln)"
+              % (a, b, r, len(x), law["intercept"], law["slope"]))
+        check("law slope within 5%", abs(b - float(law["slope"])) <= 0.05 * float(law["slope"]))
+        check("law intercept within 5%", abs(a - float(law["intercept"])) <= 0.05 * abs(float(law["intercept"])))
+    score = RECV.mean(1)  # [L, T], row l-1 = layer l
+    maxlife = max(int(r["lifetime"]) for r in levels)
+    p0 = score[:, 0].numpy()
+    print("# primary sink-score by layer: " + " ".join("%d:%.2f" % (l + 1, p0[l]) for l in range(L)))
+    # attention at layer l reads h[l-1]: sinks of h[ls..ls+life-1] get it at
+    # layers ls+1..ls+life, so the valley is layers ls+1..ls+maxlife
+    before = p0[1:ls].min()
+    valley = p0[ls:ls + maxlife].min()
+    after = p0[ls + maxlife:].min() if ls + maxlife < L else float("nan")
+    check("primary sink-score high before the valley (>0.9)", before > 0.9, "%.3f" % before)
+    check("primary sink-score dips in the valley (< 0.5 x before)", valley < 0.5 * before, "%.3f" % valley)
+    check("primary sink-score recovers after the valley (> 0.9)", not (after <= 0.9), "%.3f" % after)
+    byn = {}
+    for e in eps:
+        byn.setdefault(lev_of[e[1]][2], []).append(float(score[e[2], e[0]]))
+    ks = sorted(byn)
+    ms = [np.mean(byn[k]) for k in ks]
+    print("# sink-score at l_start + 1 by level norm: " + " ".join("%.0f:%.3g" % (k, m) for k, m in zip(ks, ms)))
+    check("sink-score at l_start + 1 rises with the level norm", all(a < b for a, b in zip(ms, ms[1:])))
+    X = MI[ls - 1, 1:].numpy()
+    X = X - X.mean(0)
+    top = np.linalg.svd(X, full_matrices=False)[2][0]
+    c = abs(float(top @ dirs["decision"]))
+    print("# PCA of mlp_in at layer %d: |cos(top component, planted direction)| = %.5f" % (ls, c))
+    check("PCA top component is the planted decision direction (|cos| > 0.99)", c > 0.99)
+    fs = [j for j in planted]
+    if fs:
+        Xf = MI[ls - 1, fs].numpy()
+        Xf = Xf - Xf.mean(0)
+        cf = abs(float(np.linalg.svd(Xf, full_matrices=False)[2][0] @ dirs["decision"]))
+        print("# PCA over future sinks only: |cos| = %.5f" % cf)
+    sys.exit(1 if n_ok else 0)
+
+
+main()
