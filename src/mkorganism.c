@@ -28,8 +28,7 @@ int main(int argc, char **argv)
 		return e.status ? e.status : SS_EXIT_USAGE;
 	}
 	if (!out || argc - i > 1) {
-		ss_warn(prog.name, "%s", !out ? "missing -o DIR" : "at most one SPEC");
-		ss_opt_usage(&prog, stderr);
+		ss_warn(prog.name, "%s (see --help)", !out ? "missing -o DIR" : "at most one SPEC");
 		return SS_EXIT_USAGE;
 	}
 	const char *spec = argc - i == 1 ? argv[i] : "examples/organism.yaml";

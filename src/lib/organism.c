@@ -39,7 +39,8 @@
 #define U_PRIMARY 2000.0 /* norm of the primary sink along u */
 #define P_PRIMARY 40.0   /* primary marker (kappa = 2 U / P) */
 #define BETA2 500.0      /* layer 2 keys: -BETA2 z_q */
-#define BETA_U 4.0       /* layers >= 3 keys: BETA_U z_u - beta'_h z_b */
+#define BETA_U 4.0       /* layers >= 3 keys: BETA_U z_u - BETA_B (h+1) z_b */
+#define BETA_B 40.0
 #define ALPHA_C 5.0      /* cleaning gate */
 #define ALPHA_D 200.0    /* decision gate */
 #define ALPHA_F 60.0     /* formation gate */
@@ -370,7 +371,7 @@ int org_spec_load(org_spec *s, const char *path, ss_err *e)
 {
 	memset(s, 0, sizeof(*s));
 	s->d_model = 64;
-	s->n_layers = 20;
+	s->n_layers = 24;
 	s->n_heads = 4;
 	s->intermediate = 128;
 	s->vocab_size = 151936;
@@ -380,8 +381,8 @@ int org_spec_load(org_spec *s, const char *path, ss_err *e)
 	s->seed = 1;
 	s->start_layer = 9;
 	s->decision_layer = 6;
-	s->slope = 3;
-	s->intercept = -12;
+	s->slope = 4;
+	s->intercept = -17.5;
 	if (!(s->path = ss_strdup(path, e)))
 		return -1;
 	FILE *f = fopen(path, "rb");
@@ -674,7 +675,7 @@ static int build_weights(org *o, ss_err *e)
 		for (long h = 0; h < H; h++) {
 			w->qb[h * hd + lo] = 1;
 			w->kw[(h * hd + lo) * D + DU] = (float)(BETA_U * sq);
-			w->kw[(h * hd + lo) * D + DB] = (float)(-10.0 * (double)(h % 4 + 1) * sq);
+			w->kw[(h * hd + lo) * D + DB] = (float)(-BETA_B * (double)(h % 4 + 1) * sq);
 		}
 	}
 

@@ -4,6 +4,7 @@ its truth/ tables say, with an independent float64 forward pass of Qwen2
 (the formulas of Hugging Face's modeling_qwen2, eager attention).
 
     organism_check.py MODEL_DIR TRACE.jsonl [N_TOKENS]
+    organism_check.py --ids MODEL_DIR TRACE.jsonl [N_TOKENS]   print the ids only
 
 Tokenizes the trace's first "response" with a plain byte-level BPE over the
 folder's tokenizer.json (a rough pre-split; exactness does not matter here,
@@ -81,7 +82,7 @@ def tokenize(tok, text):
     return ids
 
 
-def forward(cfg, w, ids):
+def forward(cfg, w, ids, lrel=0):
     D, L, H = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
     hd, eps, T = D // H, cfg["rms_norm_eps"], len(ids)
     inv = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2) / hd))
@@ -100,6 +101,8 @@ def forward(cfg, w, ids):
         q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
         A = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(hd) + mask, -1)
         recv.append(A.sum(1) / (T - torch.arange(T)))
+        if l + 1 == lrel:  # mean over heads and queries i >= j of A[i][j] / A[i][0]
+            relv = ((A / A[:, :, :1]) * (~torch.isinf(mask) )).sum(1).mean(0) / (T - torch.arange(T))
         a = (A @ v).transpose(0, 1).reshape(T, D) @ w[p + "self_attn.o_proj.weight"].T
         mid = h + a
         x2 = rms(mid, w[p + "post_attention_layernorm.weight"])
@@ -107,7 +110,7 @@ def forward(cfg, w, ids):
              (x2 @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
         h = mid + m
         hs.append(h), mins.append(x2), mouts.append(m)
-    return torch.stack(hs), torch.stack(mins), torch.stack(mouts), torch.stack(recv)
+    return torch.stack(hs), torch.stack(mins), torch.stack(mouts), torch.stack(recv), relv
 
 
 def tsv(path):
@@ -125,13 +128,19 @@ def check(desc, cond, diag=""):
 
 
 def main():
-    md, trace = sys.argv[1], sys.argv[2]
-    ntok = int(sys.argv[3]) if len(sys.argv) > 3 else 400
-    cfg = json.load(open(md + "/config.json"))
-    w = read_st(md + "/model.safetensors")
+    a = sys.argv[1:]
+    ids_only = a[:1] == ["--ids"]
+    a = a[1:] if ids_only else a
+    md, trace = a[0], a[1]
+    ntok = int(a[2]) if len(a) > 2 else 400
     tok = json.load(open(md + "/tokenizer.json"))
     text = json.loads(open(trace).readline())["response"]
     ids = tokenize(tok, text)[:ntok]
+    if ids_only:
+        print(" ".join(map(str, ids)))
+        return
+    cfg = json.load(open(md + "/config.json"))
+    w = read_st(md + "/model.safetensors")
     levels = tsv(md + "/truth/levels.tsv")
     law = tsv(md + "/truth/law.tsv")[0]
     dirs = {r["name"]: np.array([float(x) for x in r["vector"].split(",")]) for r in tsv(md + "/truth/directions.tsv")}
@@ -140,7 +149,8 @@ def main():
     for r in levels:
         for i in r["ids"].split(","):
             lev_of[int(i)] = (int(r["l_start"]), int(r["lifetime"]), float(r["norm"]))
-    R, MI, MO, RECV = forward(cfg, w, ids)
+    R, MI, MO, RECV, REL = forward(cfg, w, ids, int(levels[0]["l_start"]) + 1)
+    rel = REL
     L, T = R.shape[0] - 1, R.shape[1]
     norm = R.norm(dim=-1)
     cos0 = torch.nn.functional.cosine_similarity(R, R[:, :1].expand_as(R), dim=-1)
@@ -190,13 +200,22 @@ def main():
     check("primary sink-score high before the valley (>0.9)", before > 0.9, "%.3f" % before)
     check("primary sink-score dips in the valley (< 0.5 x before)", valley < 0.5 * before, "%.3f" % valley)
     check("primary sink-score recovers after the valley (> 0.9)", not (after <= 0.9), "%.3f" % after)
-    byn = {}
+    # the first attention that sees a new sink is layer ls+1 (it reads h[ls]);
+    # the sink-score depends on where a token sits, so compare each sink with
+    # position 0 on the same queries: mean_i A[i][j] / A[i][0]
+    byn, bys = {}, {}
     for e in eps:
-        byn.setdefault(lev_of[e[1]][2], []).append(float(score[e[2], e[0]]))
+        j = e[0]
+        k = lev_of[e[1]][2]
+        bys.setdefault(k, []).append(float(score[ls, j]))
+        byn.setdefault(k, []).append(float(rel[j]))
     ks = sorted(byn)
     ms = [np.mean(byn[k]) for k in ks]
-    print("# sink-score at l_start + 1 by level norm: " + " ".join("%.0f:%.3g" % (k, m) for k, m in zip(ks, ms)))
-    check("sink-score at l_start + 1 rises with the level norm", all(a < b for a, b in zip(ms, ms[1:])))
+    print("# sink-score at layer ls+1 by level norm: " + " ".join("%.0f:%.3g" % (k, np.mean(bys[k])) for k in ks))
+    print("# attention relative to position 0 (mean over heads and queries) at layer ls+1: " +
+          " ".join("%.0f:%.3g" % (k, m) for k, m in zip(ks, ms)))
+    check("attention a sink receives (relative to position 0) rises with its norm",
+          all(a < b for a, b in zip(ms, ms[1:])))
     X = MI[ls - 1, 1:].numpy()
     X = X - X.mean(0)
     top = np.linalg.svd(X, full_matrices=False)[2][0]

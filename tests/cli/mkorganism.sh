@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# mkorganism: bad specs and usage errors give one line naming file and
+# field, exit 1 (2 for usage), and leave no output folder.
+. "$(dirname "$0")/../lib.sh"
+P=$SS_BIN/mkorganism
+if [ ! -x "$P" ]; then t_skip "mkorganism" "not built"; t_done; exit 0; fi
+Q=$SS_ROOT/tests/data/tokenizers/qwen3/tokenizer.json
+spec() { # NAME BODY -> $TMP/NAME.yaml with a valid model section
+	{ printf 'model:\n  tokenizer: %s\n  vocab_size: 151936\n' "$Q"; printf '%s\n' "$2"; } >"$TMP/$1.yaml"; }
+good='sinks:
+  start_layer: 9
+  decision_layer: 6
+  law: {slope: 4, intercept: -17.5}
+  levels:
+    - {lifetime: 2, tokens: [","]}
+    - {lifetime: 5, tokens: ["."]}'
+spec good "$good"
+t_fails "missing -o is a usage error" 2 "missing -o" "$P" "$TMP/good.yaml"
+t_fails "two specs are a usage error" 2 "at most one SPEC" "$P" -o "$TMP/x" a b
+T_OUT=$TMP/o1 t_fails "missing spec file" 1 "^mkorganism: $TMP/nope.yaml: No such file" "$P" -o "$TMP/o1" "$TMP/nope.yaml"
+printf 'sinks: [\n' >"$TMP/bad.yaml"
+T_OUT=$TMP/o1 t_fails "YAML syntax error names the line" 1 "bad.yaml:[0-9]+: " "$P" -o "$TMP/o1" "$TMP/bad.yaml"
+spec unk "${good}
+  colour: red"
+T_OUT=$TMP/o1 t_fails "unknown key" 1 "unk.yaml:sinks.colour: unknown key" "$P" -o "$TMP/o1" "$TMP/unk.yaml"
+spec notok "${good/\",\"/\"hello world\"}"
+T_OUT=$TMP/o1 t_fails "text that is not one token" 1 "notok.yaml:sinks.levels\[0\].tokens\[0\]: not one token" "$P" -o "$TMP/o1" "$TMP/notok.yaml"
+spec twice "${good/\".\"/\",\"}"
+T_OUT=$TMP/o1 t_fails "token listed twice" 1 "twice.yaml:sinks.levels\[1\].tokens\[0\]: token listed twice" "$P" -o "$TMP/o1" "$TMP/twice.yaml"
+spec order "${good/decision_layer: 6/decision_layer: 9}"
+T_OUT=$TMP/o1 t_fails "decision layer not before start layer" 1 "order.yaml:sinks.decision_layer: 9, must be before" "$P" -o "$TMP/o1" "$TMP/order.yaml"
+spec long "${good/lifetime: 5/lifetime: 16}"
+T_OUT=$TMP/o1 t_fails "lifetime past the last layer" 1 "long.yaml:sinks.levels\[1\].lifetime: 16, the sink must end" "$P" -o "$TMP/o1" "$TMP/long.yaml"
+spec same "${good/lifetime: 5/lifetime: 2}"
+T_OUT=$TMP/o1 t_fails "two levels with one lifetime" 1 "same.yaml:sinks.levels\[1\].lifetime: 2, same as level 0" "$P" -o "$TMP/o1" "$TMP/same.yaml"
+spec small "${good/intercept: -17.5/intercept: -5}"
+T_OUT=$TMP/o1 t_fails "law too weak for a live sink" 1 "small.yaml:sinks.levels\[0\].lifetime: planted norm .* too small" "$P" -o "$TMP/o1" "$TMP/small.yaml"
+spec notint "${good/start_layer: 9/start_layer: nine}"
+T_OUT=$TMP/o1 t_fails "not an integer" 1 "notint.yaml:sinks.start_layer: not an integer" "$P" -o "$TMP/o1" "$TMP/notint.yaml"
+spec dt "$(printf '%s' "$good")"
+sed -i 's/^model:/model:\n  dtype: f64/' "$TMP/dt.yaml"
+T_OUT=$TMP/o1 t_fails "bad dtype" 1 "dt.yaml:model.dtype: 'f64'" "$P" -o "$TMP/o1" "$TMP/dt.yaml"
+t_fails "bad --dtype" 2 "dtype: 'x'" "$P" --dtype x -o "$TMP/o1" "$TMP/good.yaml"
+mkdir -p "$TMP/keep" && echo precious >"$TMP/keep/file"
+t_fails "refuses to replace a folder that is not an organism" 1 "keep: exists and is not an organism folder" "$P" -o "$TMP/keep" "$TMP/good.yaml"
+t_eq "... and leaves it alone" precious "$(cat "$TMP/keep/file")"
+# a good spec (f16, the smallest file), then replacing it
+t_ok "a good spec builds (f16)" "$P" --dtype f16 -o "$TMP/org" "$TMP/good.yaml"
+t_ok "replacing an earlier organism" "$P" --dtype f16 -o "$TMP/org" "$TMP/good.yaml"
+t_eq "folder contents" "config.json model.safetensors organism.yaml tokenizer.json tokenizer_config.json truth" "$(ls "$TMP/org" | tr '\n' ' ' | sed 's/ $//')"
+t_eq "no temporary folders left" "" "$(ls -d "$TMP"/org.* 2>/dev/null)"
+t_eq "truth tables" "decision.tsv directions.tsv law.tsv layers.tsv levels.tsv tokens.tsv" "$(ls "$TMP/org/truth" | tr '\n' ' ' | sed 's/ $//')"
+t_eq "levels table" "1 9 2 ,
+2 9 5 ." "$(awk -F'\t' 'NR>1{print $1, $2, $3, $10}' "$TMP/org/truth/levels.tsv")"
+if have_py json; then
+	t_ok "config.json and the safetensors header parse; dtype F16 everywhere" $PY -c "
+import json,sys
+c=json.load(open('$TMP/org/config.json')); assert c['architectures']==['Qwen2ForCausalLM'] and c['torch_dtype']=='float16'
+b=open('$TMP/org/model.safetensors','rb').read(); n=int.from_bytes(b[:8],'little'); h=json.loads(b[8:8+n])
+assert n % 8 == 0 and h.pop('__metadata__')=={'format':'pt'}
+assert {t['dtype'] for t in h.values()}=={'F16'}
+end=max(t['data_offsets'][1] for t in h.values()); assert 8+n+end==len(b), (end, len(b))
+assert h['model.embed_tokens.weight']['shape']==[151936,64] and len(h)==2+12*c['num_hidden_layers']"
+fi
+t_done
