@@ -14,7 +14,10 @@ for src in "$SS_ROOT"/tests/fuzz/fuzz_*.c; do
 		[ -d "$d" ] || continue
 		files=("$d"/*)
 		[ -e "${files[0]}" ] || continue
-		out=$("$bin" "${files[@]}" 2>&1); rc=$?
+		# a harness's "fuzz-opts: -detect_leaks=0" holds for its replay too
+		asan=${ASAN_OPTIONS:-}
+		grep -q '^ \* fuzz-opts:.*-detect_leaks=0' "$src" && asan="$asan${asan:+:}detect_leaks=0"
+		out=$(ASAN_OPTIONS=$asan "$bin" "${files[@]}" 2>&1); rc=$?
 		_res $rc "fuzz replay $name: ${#files[@]} $kind input(s)" "$(printf '%s' "$out" | tail -5)"
 		n=$((n + 1))
 	done
