@@ -95,7 +95,7 @@ def make_config(arch, o):
         "num_attention_heads": H,
         "num_key_value_heads": KV,
         "vocab_size": o["vocab"],
-        "max_position_embeddings": 4096,
+        "max_position_embeddings": o["max_pos"],
         "rms_norm_eps": 1e-6 if arch in ("qwen2", "qwen3") else 1e-5,
         "rope_theta": o["theta"],
         "rope_scaling": None,
@@ -290,7 +290,7 @@ def write_model(outdir, arch, o, fault=None):
 def defaults():
     return dict(layers=3, hidden=64, heads=4, kv_heads=2, head_dim=0, inter=128, vocab=256,
                 theta=10000.0, rope="none", dtype="f32", tied=False, shards=1, seed=1,
-                qk_gain=2.0, plant_inf=None, bias=False, window=0, partial=0.0)
+                qk_gain=2.0, plant_inf=None, bias=False, window=0, partial=0.0, max_pos=4096)
 
 
 def variant_opts(arch, extra, seed):

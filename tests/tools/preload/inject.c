@@ -17,6 +17,10 @@
  *                             short for one large buffer).  Small
  *                             allocations are left alone so that stdio and
  *                             the error path can run.
+ *   SS_INJECT_MALLOC_EXE=1    count only allocations called directly from
+ *                             the main executable (sinkscope's own code,
+ *                             statically linked), not from HDF5, OpenBLAS
+ *                             or libc: a failure the program must handle.
  *   SS_INJECT_REPORT=FILE     at exit, append "big_allocs=N bytes_written=M".
  *
  * glibc's stdio writes through internal calls that LD_PRELOAD cannot see,
@@ -25,8 +29,10 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +53,21 @@ static size_t malloc_min = 65536;
 static _Atomic long big_allocs;
 static const char *report;
 static int ready;
+static int exe_only;
+static uintptr_t exe_lo, exe_hi;   /* text of the main executable */
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size; (void)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
+			exe_lo = info->dlpi_addr + p->p_vaddr;
+			exe_hi = exe_lo + p->p_memsz;
+		}
+	}
+	return 1;   /* the first object is the main program */
+}
 
 static ssize_t (*real_write)(int, const void *, size_t);
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
@@ -65,6 +86,10 @@ __attribute__((constructor)) static void init(void)
 	if ((s = getenv("SS_INJECT_MALLOC_MIN")))
 		malloc_min = (size_t)atoll(s);
 	report = getenv("SS_INJECT_REPORT");
+	if ((s = getenv("SS_INJECT_MALLOC_EXE")) && *s == '1') {
+		exe_only = 1;
+		dl_iterate_phdr(first_object, NULL);
+	}
 	real_write = dlsym(RTLD_NEXT, "write");
 	real_pwrite = dlsym(RTLD_NEXT, "pwrite");
 	real_pwrite64 = dlsym(RTLD_NEXT, "pwrite64");
@@ -188,10 +213,13 @@ int fdatasync(int fd)
 	return real_fdatasync(fd);
 }
 
-/* 1 when this allocation of n bytes is the one to fail. */
-static int fail_now(size_t n)
+/* 1 when this allocation of n bytes, called from `caller`, is the one to fail. */
+#define fail_now(n) fail_now_((n), (uintptr_t)__builtin_return_address(0))
+static int fail_now_(size_t n, uintptr_t caller)
 {
 	if (!ready || n < malloc_min)
+		return 0;
+	if (exe_only && (caller < exe_lo || caller >= exe_hi))
 		return 0;
 	long k = ++big_allocs;
 	if (malloc_fail > 0 && k == malloc_fail) {
