@@ -4,7 +4,7 @@
 # pass.  The output is complete or absent, the status non-zero, the message
 # one line saying what happened.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/known.sh"
+. "$(dirname "$0")/known.inc"
 MK=$SS_ROOT/tests/tools/mkmodel.py
 INJ_SRC=$SS_ROOT/tests/tools/preload/inject.c
 

@@ -6,7 +6,7 @@
 # pipe on stdout; allocation failure.  Each: exit 1, one line naming the file,
 # nothing on stdout, no output left.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/known.sh"
+. "$(dirname "$0")/known.inc"
 PLANT=$SS_BUILD/tools/plant
 INJ_SRC=$SS_ROOT/tests/tools/preload/inject.c
 
