@@ -11,6 +11,7 @@
  * follow Hugging Face's tokenizers; see tok.h for what is supported.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +105,7 @@ static int compile_re(ld *L, const char *pat0, size_t n0, int literal, const cha
 		snprintf(m, sizeof m, "regex does not compile at offset %zu: %s", (size_t)off, (char *)buf);
 		return bad(L, path, "%s", m);
 	}
-	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back to the interpreter */
+	(void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* else the interpreter runs it */
 	*out = re;
 	return 0;
 }
@@ -284,6 +285,10 @@ static int parse_pre(ld *L, json_t *o, const char *path, size_t *cap)
 		t->byte_level = 1;
 	} else
 		return bad(L, tp, "unsupported pre-tokenizer '%s'", type);
+	if (pr.re) {
+		size_t jsz = 0;
+		pr.jit = pcre2_pattern_info(pr.re, PCRE2_INFO_JITSIZE, &jsz) == 0 && jsz > 0;
+	}
 	tok_pre *v = grow(t->pre, cap, t->n_pre, sizeof *v);
 	if (!v)
 		return ss_err_set(L->e, "out of memory");
@@ -730,17 +735,79 @@ static int load_model(ld *L, json_t *root, json_t *added)
 	return 0;
 }
 
+/* jansson spends a third of a large file's load in malloc and free (half
+ * a million small objects).  While a tokenizer loads, jansson allocates
+ * from a bump arena instead, and the whole tree is dropped at once.  The
+ * allocator hooks are global: see tok.h. */
+typedef struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+} arena_chunk;
+static arena_chunk *arena_head;
+static int arena_failed;
+
+static void *arena_malloc(size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	arena_chunk *c = arena_head;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > (8u << 20) ? n : (8u << 20);
+		c = malloc(sizeof *c + cap);
+		if (!c) {
+			arena_failed = 1;
+			return NULL;
+		}
+		c->next = arena_head;
+		c->used = 0;
+		c->cap = cap;
+		arena_head = c;
+	}
+	void *p = (char *)c->data + c->used;
+	c->used += n;
+	return p;
+}
+
+static void arena_free(void *p) { (void)p; }
+
+static void arena_release(void)
+{
+	while (arena_head) {
+		arena_chunk *n = arena_head->next;
+		free(arena_head);
+		arena_head = n;
+	}
+}
+
+static tok *load_root(json_t *root, const char *name, ss_err *e);
+
 tok *tok_load_mem(const char *json, size_t len, const char *name, ss_err *e)
 {
+	json_malloc_t om;
+	json_free_t of;
+	json_get_alloc_funcs(&om, &of);
+	json_set_alloc_funcs(arena_malloc, arena_free);
+	arena_failed = 0;
 	json_error_t je;
 	json_t *root = json_loadb(json, len, JSON_ALLOW_NUL, &je);
+	tok *t = NULL;
 	if (!root) {
-		ss_err_set(e, "%s:%d:%d: not valid JSON: %s", name, je.line, je.column, je.text);
-		return NULL;
-	}
+		if (arena_failed)
+			ss_err_set(e, "%s: out of memory parsing JSON", name);
+		else
+			ss_err_set(e, "%s:%d:%d: not valid JSON: %s", name, je.line, je.column, je.text);
+	} else
+		t = load_root(root, name, e);
+	/* load_root has copied everything it keeps out of the tree */
+	json_set_alloc_funcs(om, of);
+	arena_release();
+	return t;
+}
+
+static tok *load_root(json_t *root, const char *name, ss_err *e)
+{
 	tok *t = calloc(1, sizeof *t);
 	if (!t) {
-		json_decref(root);
 		ss_err_set(e, "out of memory");
 		return NULL;
 	}
@@ -800,10 +867,8 @@ tok *tok_load_mem(const char *json, size_t len, const char *name, ss_err *e)
 		} else if (trie_add(&t->trie_raw, a->content, a->len, (int32_t)i, e))
 			goto fail;
 	}
-	json_decref(root);
-	return t;
+	return t; /* the tree goes with the arena */
 fail:
-	json_decref(root);
 	tok_free(t);
 	return NULL;
 }
@@ -1003,7 +1068,8 @@ static int pre_run(tok *t, size_t step, const char *s, size_t n, tok_ids *out, s
 	int keep_gaps = p->kind == PRE_SPLIT, keep_matches = !(p->kind == PRE_SPLIT && p->behavior == SPLIT_REMOVED);
 	size_t prev = 0, at = 0;
 	while (at <= n) {
-		int m = pcre2_match(p->re, (PCRE2_SPTR)s, n, at, PCRE2_NO_UTF_CHECK, t->md, t->mctx);
+		int m = p->jit ? pcre2_jit_match(p->re, (PCRE2_SPTR)s, n, at, 0, t->md, t->mctx)
+		               : pcre2_match(p->re, (PCRE2_SPTR)s, n, at, PCRE2_NO_UTF_CHECK, t->md, t->mctx);
 		if (m == PCRE2_ERROR_NOMATCH)
 			break;
 		if (m < 0) {

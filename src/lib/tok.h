@@ -41,7 +41,10 @@ typedef struct tok_ids {
 	size_t n, cap;
 } tok_ids;
 
-/* Load tokenizer.json.  Errors name the file and the JSON field. */
+/* Load tokenizer.json.  Errors name the file and the JSON field.
+ * While it parses, tok_load installs an arena allocator in jansson
+ * (json_set_alloc_funcs, restored before it returns): do not use jansson
+ * in another thread while a tokenizer loads. */
 tok *tok_load(const char *path, ss_err *e);
 /* Same from memory; name is used in messages. */
 tok *tok_load_mem(const char *json, size_t len, const char *name, ss_err *e);

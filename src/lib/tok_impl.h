@@ -78,6 +78,7 @@ typedef struct tok_pre {
 	pcre2_code *re; /* Split, or ByteLevel with use_regex */
 	int behavior;
 	int add_prefix_space;
+	int jit; /* JIT-compiled: matched with pcre2_jit_match */
 } tok_pre;
 
 enum tok_dec_kind { DEC_BYTELEVEL, DEC_BYTEFALLBACK, DEC_REPLACE, DEC_STRIP, DEC_FUSE };
