@@ -30,6 +30,22 @@ want="1 403 407 261 378 432 383 286 261 376 298 315 421 395 317 426 338 401 396 
 got=$($PY "$REF/hf_ref.py" -m "$SS_ROOT/examples/models/stories260k" --greedy 40 2>&1)
 t_eq "reference: stories260k greedy decode = llama2.c run.c" "$want" "$got"
 
+# What the real model does at position 0 on its own story (the 41 ids above),
+# for the record (TAP diagnostics): sink-score (recv averaged over heads) and
+# ||h[l][0]|| against the median norm of the other positions, per layer.
+echo "$want" >"$TMP/story.ids"
+$PY "$REF/hf_ref.py" -m "$SS_ROOT/examples/models/stories260k" --ids "$TMP/story.ids" -o "$TMP/story.ref.h5" --no-acts
+$PY - "$TMP/story.ref.h5" <<'PYEOF' | sed 's/^/# /'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1])
+r, n, c = f["stats/recv"][()], f["stats/resid_norm"][()], f["stats/resid_cos0"][()]
+print("stories260k on its greedy story (T=%d), position 0:" % n.shape[1])
+print("layer  sink-score(0)  median j>0  ||h[l][0]||  median ||h[l][j>0]||  mean cos0(j>0)")
+for l in range(n.shape[0]):
+    s = ("%13.4f  %10.4f" % (r[l-1].mean(0)[0], np.median(r[l-1].mean(0)[1:]))) if l else "%13s  %10s" % ("-", "-")
+    print("%5d  %s  %11.3f  %20.3f  %14.3f" % (l, s, n[l, 0], np.median(n[l, 1:]), c[l, 1:].mean()))
+PYEOF
+
 M=$TMP/models
 $PY "$SS_ROOT/tests/tools/mkmodel.py" --variants "$M" || { t_fail "mkmodel.py --variants"; t_done; exit 0; }
 mapfile -t variants <"$M/list"
@@ -74,6 +90,10 @@ ACTS=resid,attn_out,mlp_in,mlp_out
 for v in "${variants[@]}"; do
 	echo "$M/$v $TMP/ids $TMP/$v.ref.h5" >>"$TMP/batch"
 done
+# the real model too (vocab 512, max_position_embeddings 512)
+$PY -c "import numpy as np; r=np.random.default_rng(11); print(' '.join(map(str, [1]+list(r.integers(3,512,$T-1)))))" >"$TMP/ids512"
+ln -s "$SS_ROOT/examples/models/stories260k" "$M/stories260k"
+echo "$M/stories260k $TMP/ids512 $TMP/stories260k.ref.h5" >>"$TMP/batch"
 t_ok "reference forward pass on ${#variants[@]} variants" $PY "$REF/hf_ref.py" --batch "$TMP/batch"
 
 # cmp_h5.py lines: "ok|not ok<TAB>what<TAB>detail" -> TAP
@@ -84,8 +104,9 @@ cmp_tap() {
 	done < <($PY "$REF/cmp_h5.py" "$@" 2>&1 | sed '/\t/!s/^/not ok\tcmp_h5.py\t/')
 }
 
-for v in "${variants[@]}"; do
-	if ! actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.h5" --acts $ACTS 2>"$TMP/err"; then
+for v in "${variants[@]}" stories260k; do
+	ids=$TMP/ids; [ $v = stories260k ] && ids=$TMP/ids512
+	if ! actdump -m "$M/$v" --ids "$ids" -o "$TMP/$v.h5" --acts $ACTS 2>"$TMP/err"; then
 		t_fail "$v: actdump ran" "$(head -3 "$TMP/err")"; continue
 	fi
 	cmp_tap --tol $TOL --acts $ACTS --label "$v" "$TMP/$v.h5" "$TMP/$v.ref.h5"
