@@ -109,6 +109,25 @@ for sig in INT TERM; do
 	done
 done
 
+# --- a model file cut short while actdump runs --------------------------------
+# The weights are memory-mapped: truncating the file in place makes the next
+# read of a later layer fault (SIGBUS).  Expected: exit 1 with a message
+# naming the file, no output or temporary; not a crash.
+cp -r "$TMP/big" "$TMP/shrink"
+S=$TMP/shr; mkdir -p "$S"
+actdump -m "$TMP/shrink" --ids "$TMP/ids-big" -o "$S/out.h5" -t 1 2>"$TMP/shr.err" &
+pid=$!
+sleep 0.3
+st=$TMP/shrink/model.safetensors
+truncate -s $(($(stat -c %s "$st") / 3)) "$st"
+wait $pid; rc=$?
+if [ $rc = 0 ]; then t_skip "model file truncated mid-run" "the run ended before the truncation"
+else
+	t_eq "model file truncated mid-run: exit 1 (not SIGBUS, 135)" 1 "$rc"
+	t_match "model file truncated mid-run: message names the file" "model\.safetensors" "$(cat "$TMP/shr.err")"
+	t_ok "model file truncated mid-run: no output, no temporary" empty "$S"
+fi
+
 # --- permission denied (as nobody; root ignores permissions) ------------------
 if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	asnobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
