@@ -40,8 +40,8 @@ if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sink
 	sed 's/^/# levels: /' "$TMP/levels.tsv" | cut -c1-160
 	sed 's/^/# fit: /' "$TMP/fit.tsv"
 	col() { awk -F'\t' -v c="$2" 'NR==1{for(i=1;i<=NF;i++) if($i==c) k=i; next} {print $k}' "$1"; }
-	want=$(paste <(col "$truth/levels.tsv" l_start) <(col "$truth/levels.tsv" lifetime) | sort -n | tr '\t\n' ', ')
-	got=$(paste <(col "$TMP/levels.tsv" l_start) <(col "$TMP/levels.tsv" lifetime) | sort -n | tr '\t\n' ', ')
+	want=$(paste <(col "$truth/levels.tsv" l_start) <(col "$truth/levels.tsv" lifetime) | sort -k1,1n -k2,2n | tr '\t\n' ', ')
+	got=$(paste <(col "$TMP/levels.tsv" l_start) <(col "$TMP/levels.tsv" lifetime) | sort -k1,1n -k2,2n | tr '\t\n' ', ')
 	t_eq "sinklevels finds exactly the planted levels (l_start,lifetime)" "$want" "$got"
 	slope=$(awk -F'\t' '$1=="ln_norm"{print $3}' "$truth/law.tsv")
 	icpt=$(awk -F'\t' '$1=="ln_norm"{print $4}' "$truth/law.tsv")

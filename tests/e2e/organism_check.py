@@ -21,11 +21,14 @@ Prints one "ok"/"not ok" line per check (TAP body, no plan) and the figures.
 """
 import json
 import math
-import re
 import sys
 
 import numpy as np
+import os
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from bpe_ids import tokenize  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -48,38 +51,6 @@ def read_st(path):
             a = np.frombuffer(raw, np.float32)
         out[k] = torch.from_numpy(a.astype(np.float64).reshape(t["shape"]))
     return out
-
-
-def byte_map():
-    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-def tokenize(tok, text):
-    vocab = tok["model"]["vocab"]
-    ranks = {}
-    for i, m in enumerate(tok["model"]["merges"]):
-        a, b = m.split(" ") if isinstance(m, str) else m
-        ranks[(a, b)] = i
-    bm = byte_map()
-    pat = re.compile(r"'(?:s|t|re|ve|m|ll|d)| ?[^\W\d_]+|\d| ?[^\s\w]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-    ids = []
-    for piece in pat.findall(text):
-        w = [bm[b] for b in piece.encode("utf-8")]
-        while len(w) > 1:
-            best = min(range(len(w) - 1), key=lambda i: ranks.get((w[i], w[i + 1]), 1 << 30))
-            if (w[best], w[best + 1]) not in ranks:
-                break
-            w[best:best + 2] = [w[best] + w[best + 1]]
-        ids += [vocab[x] for x in w]
-    return ids
 
 
 def forward(cfg, w, ids, lrel=0):
