@@ -92,4 +92,37 @@ int tok_utf8_lossy(const char *s, size_t n, char **dst, size_t *dn, size_t *dcap
 
 int tok_ids_push(tok_ids *a, int32_t id, ss_err *e);
 
+
+
+/* ---- input for programs (tok_input.c) ---- */
+
+/* Read a whole UTF-8 text file ("-" = stdin).  Invalid UTF-8 is an error
+ * "PATH: invalid UTF-8 at byte offset N".  *buf is malloc'd and
+ * NUL-terminated (the text may contain NUL bytes; *n is its length). */
+int tok_read_text(const char *path, char **buf, size_t *n, ss_err *e);
+
+/* Rows of a JSON Lines file: the string field NAME of each object. */
+typedef struct tok_row {
+	char *text;  /* malloc'd, NUL-terminated */
+	size_t len;
+	long row;    /* 0-based index among the file's non-blank lines */
+	long line;   /* 1-based line number */
+} tok_row;
+typedef struct tok_rows {
+	tok_row *v;
+	size_t n;
+} tok_rows;
+/* Read row `index` (or every row when index < 0) of PATH ("-" = stdin).
+ * Errors: "PATH:LINE: not valid JSON: ...", "PATH:LINE: field 'NAME' is
+ * missing or not a string" (jansson rejects invalid UTF-8 as not valid
+ * JSON), "PATH: --index N out of range (R rows)", "PATH: no rows". */
+int tok_jsonl_read(const char *path, const char *field, long index, tok_rows *rows, ss_err *e);
+void tok_rows_free(tok_rows *rows);
+
+/* The pieces of tok_pieces() as NUL-terminated strings for HDF5
+ * (/tokens/text): a NUL byte in a piece becomes U+FFFD.  *out is a
+ * malloc'd array of n malloc'd strings (free each, then the array). */
+int tok_piece_strings(const tok *t, const int32_t *ids, size_t n, char ***out, ss_err *e);
+void tok_piece_strings_free(char **s, size_t n);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "tok.h"
@@ -285,6 +286,70 @@ static void test_bos_and_long(void **st)
 	tok_free(t);
 }
 
+
+static char *tmpfile_with(const char *s, size_t n)
+{
+	static char path[64];
+	strcpy(path, "/tmp/sstok.XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "wb");
+	assert_int_equal(fwrite(s, 1, n, f), n);
+	fclose(f);
+	return path;
+}
+
+static void test_input(void **st)
+{
+	ss_err e = {0};
+	char *b;
+	size_t n;
+	char *p = tmpfile_with("caf\xc3\xa9 ok\xc3(", 10);
+	assert_int_equal(tok_read_text(p, &b, &n, &e), -1);
+	char want[128];
+	snprintf(want, sizeof want, "%s: invalid UTF-8 at byte offset 8", p);
+	assert_string_equal(e.msg, want);
+	unlink(p);
+	p = tmpfile_with("a\0b", 3);
+	assert_int_equal(tok_read_text(p, &b, &n, &e), 0);
+	assert_int_equal(n, 3);
+	free(b);
+	unlink(p);
+	const char *jl = "{\"q\": \"one\", \"n\": 1}\n\n{\"q\": \"two\\u0000x\"}\n{\"n\": 3}\n";
+	p = tmpfile_with(jl, strlen(jl));
+	tok_rows r;
+	assert_int_equal(tok_jsonl_read(p, "q", 1, &r, &e), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.v[0].len, 5);
+	assert_int_equal(r.v[0].line, 3);
+	assert_memory_equal(r.v[0].text, "two\0x", 5);
+	tok_rows_free(&r);
+	assert_int_equal(tok_jsonl_read(p, "q", -1, &r, &e), -1);
+	snprintf(want, sizeof want, "%s:4: field 'q' is missing or not a string", p);
+	assert_string_equal(e.msg, want);
+	assert_int_equal(tok_jsonl_read(p, "q", 7, &r, &e), -1);
+	snprintf(want, sizeof want, "%s: --index 7 out of range (3 rows)", p);
+	assert_string_equal(e.msg, want);
+	unlink(p);
+	p = tmpfile_with("{\"q\": 1\n", 9);
+	assert_int_equal(tok_jsonl_read(p, "q", -1, &r, &e), -1);
+	snprintf(want, sizeof want, "%s:1: not valid JSON", p);
+	assert_non_null(strstr(e.msg, want));
+	unlink(p);
+	/* /tokens/text strings: NUL becomes U+FFFD */
+	tok *t = load("tests/data/tokenizers/qwen3/tokenizer.json");
+	tok_ids ids = {0};
+	assert_int_equal(tok_encode(t, "a\0", 2, 0, &ids, &e), 0);
+	char **ps;
+	assert_int_equal(tok_piece_strings(t, ids.v, ids.n, &ps, &e), 0);
+	assert_int_equal(ids.n, 2);
+	assert_string_equal(ps[0], "a");
+	assert_string_equal(ps[1], "\xef\xbf\xbd");
+	tok_piece_strings_free(ps, ids.n);
+	free(ids.v);
+	tok_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -293,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_added_options),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_bos_and_long),
+		cmocka_unit_test(test_input),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
