@@ -179,6 +179,8 @@ static char *resolve(const char *spec_path, const char *rel, ss_err *e)
 static int load_vocab(org_spec *s, ss_err *e)
 {
 	json_error_t je;
+	if (access(s->tokenizer, R_OK) != 0)
+		return ss_err_errno(e, errno, "%s:model.tokenizer: %s", s->path, s->tokenizer);
 	json_t *t = json_load_file(s->tokenizer, 0, &je);
 	if (!t)
 		return ss_err_set(e, "%s:%d: %s", s->tokenizer, je.line, je.text);
