@@ -523,6 +523,8 @@ typedef struct qtree {
 	float *ys;             /* positions in Morton order [2n] */
 	qnode *nodes;
 	long nn, cap;
+	int32_t *leaves;       /* leaf nodes in Morton order */
+	long nleaf;
 } qtree;
 
 static void qt_free(qtree *t)
@@ -533,6 +535,7 @@ static void qt_free(qtree *t)
 	free(t->perm2);
 	free(t->ys);
 	free(t->nodes);
+	free(t->leaves);
 }
 
 static int qt_alloc(qtree *t, long n, ss_err *e)
@@ -546,7 +549,8 @@ static int qt_alloc(qtree *t, long n, ss_err *e)
 	t->perm2 = ss_malloc(n, sizeof *t->perm2, "quadtree order", e);
 	t->ys = ss_malloc(2 * (size_t)n, sizeof *t->ys, "quadtree points", e);
 	t->nodes = ss_malloc(t->cap, sizeof *t->nodes, "quadtree nodes", e);
-	if (!t->code || !t->code2 || !t->perm || !t->perm2 || !t->ys || !t->nodes) {
+	t->leaves = ss_malloc(n, sizeof *t->leaves, "quadtree leaves", e);
+	if (!t->code || !t->code2 || !t->perm || !t->perm2 || !t->ys || !t->nodes || !t->leaves) {
 		qt_free(t);
 		return -1;
 	}
@@ -586,7 +590,24 @@ static int qt_fill(qtree *t, int id, long lo, long hi, int level, double w)
 	nd->w2 = (float)(w * w);
 	nd->child = -1;
 	nd->nchild = 0;
-	if (hi - lo <= QT_LEAF || level >= QT_BITS) {
+	if (level >= QT_BITS && hi - lo > QT_LEAF) {
+		/* coincident points below the finest cell: halve the range until
+		 * every leaf holds at most QT_LEAF points */
+		int c0 = qt_node(t), c1 = qt_node(t);
+		if (c0 < 0 || c1 < 0)
+			return -1;
+		long mid = lo + (hi - lo) / 2;
+		if (qt_fill(t, c0, lo, mid, level, w) < 0 || qt_fill(t, c1, mid, hi, level, w) < 0)
+			return -1;
+		nd = &t->nodes[id];
+		nd->child = c0;
+		nd->nchild = 2;
+		qnode *a = &t->nodes[c0], *b = &t->nodes[c1];
+		nd->cx = (float)(((double)a->cx * a->count + (double)b->cx * b->count) / (hi - lo));
+		nd->cy = (float)(((double)a->cy * a->count + (double)b->cy * b->count) / (hi - lo));
+		return 0;
+	}
+	if (hi - lo <= QT_LEAF) {
 		double sx = 0, sy = 0;
 		for (long s = lo; s < hi; s++) {
 			sx += t->ys[2 * s];
@@ -594,6 +615,7 @@ static int qt_fill(qtree *t, int id, long lo, long hi, int level, double w)
 		}
 		nd->cx = (float)(sx / (hi - lo));
 		nd->cy = (float)(sy / (hi - lo));
+		t->leaves[t->nleaf++] = id;
 		return 0;
 	}
 	int shift = 2 * (QT_BITS - 1 - level);
@@ -692,6 +714,7 @@ static int qt_build(qtree *t, const float *Y, ss_err *e)
 		t->ys[2 * s + 1] = Y[2 * (size_t)t->perm[s] + 1];
 	}
 	t->nn = 0;
+	t->nleaf = 0;
 	int root = qt_node(t);
 	if (root < 0 || qt_fill(t, root, 0, n, 0, w) < 0)
 		return ss_err_set(e, "out of memory building the quadtree");
@@ -711,52 +734,76 @@ typedef struct grad_ctx {
 	float *grad;
 } grad_ctx;
 
-static void rep_bh_chunk(void *c, long lo, long hi, int tid)
+/* Repulsion for the points of one leaf at a time: the leaf's points share
+ * one traversal, and a cell stands for its points when w^2 < theta^2 d2
+ * with d2 the squared distance from its centre of mass to the leaf's
+ * bounding box (so the criterion holds for every point of the leaf).  The
+ * lanes are always QT_LEAF wide (missing points repeat the first one and
+ * are discarded) so that the compiler vectorises them; per-traversal sums
+ * are f32 (a few hundred terms), stored in double. */
+static void rep_group_chunk(void *c, long lo, long hi, int tid)
 {
 	grad_ctx *x = c;
 	const qtree *t = x->t;
 	const qnode *nodes = t->nodes;
 	const float *ys = t->ys;
 	float th2 = (float)x->theta2;
-	int32_t stack[4 * QT_BITS + 8];
-	for (long s = lo; s < hi; s++) {
-		float px = ys[2 * s], py = ys[2 * s + 1];
-		double fx = 0, fy = 0, z = 0;
+	int32_t stack[256];
+	for (long g = lo; g < hi; g++) {
+		const qnode *leaf = &nodes[t->leaves[g]];
+		int m0 = leaf->lo, np = leaf->hi - leaf->lo;
+		float px[QT_LEAF], py[QT_LEAF], fx[QT_LEAF] = {0}, fy[QT_LEAF] = {0}, z[QT_LEAF] = {0};
+		int32_t self[QT_LEAF];
+		float bx0 = ys[2 * m0], bx1 = bx0, by0 = ys[2 * m0 + 1], by1 = by0;
+		for (int a = 0; a < QT_LEAF; a++) {
+			int m = a < np ? m0 + a : m0;
+			px[a] = ys[2 * m];
+			py[a] = ys[2 * m + 1];
+			self[a] = m;
+			bx0 = px[a] < bx0 ? px[a] : bx0;
+			bx1 = px[a] > bx1 ? px[a] : bx1;
+			by0 = py[a] < by0 ? py[a] : by0;
+			by1 = py[a] > by1 ? py[a] : by1;
+		}
 		int sp = 0;
 		stack[sp++] = 0;
 		while (sp > 0) {
 			const qnode *nd = &nodes[stack[--sp]];
-			float dx = px - nd->cx, dy = py - nd->cy;
-			float d2 = dx * dx + dy * dy;
-			if (nd->w2 < th2 * d2) {
-				float q = 1.0f / (1.0f + d2);
-				float cq = nd->count * q;
-				z += cq;
-				fx += cq * q * dx;
-				fy += cq * q * dy;
-			} else if (nd->child < 0) {
-				float lz = 0, lx = 0, ly = 0;
-				for (int32_t m = nd->lo; m < nd->hi; m++) {
-					if (m == s)
-						continue;
-					float ex = px - ys[2 * m], ey = py - ys[2 * m + 1];
-					float q = 1.0f / (1.0f + ex * ex + ey * ey);
-					lz += q;
-					lx += q * q * ex;
-					ly += q * q * ey;
+			float cx = nd->cx, cy = nd->cy;
+			float ex = cx < bx0 ? bx0 - cx : cx > bx1 ? cx - bx1 : 0;
+			float ey = cy < by0 ? by0 - cy : cy > by1 ? cy - by1 : 0;
+			if (nd->w2 < th2 * (ex * ex + ey * ey)) {
+				float cnt = (float)nd->count;
+				for (int a = 0; a < QT_LEAF; a++) {
+					float dx = px[a] - cx, dy = py[a] - cy;
+					float q = 1.0f / (1.0f + dx * dx + dy * dy);
+					float cq = cnt * q;
+					z[a] += cq;
+					fx[a] += cq * q * dx;
+					fy[a] += cq * q * dy;
 				}
-				z += lz;
-				fx += lx;
-				fy += ly;
+			} else if (nd->child < 0) {
+				for (int32_t m = nd->lo; m < nd->hi; m++) {
+					float mx = ys[2 * m], my = ys[2 * m + 1];
+					for (int a = 0; a < QT_LEAF; a++) {
+						float dx = px[a] - mx, dy = py[a] - my;
+						float q = 1.0f / (1.0f + dx * dx + dy * dy);
+						z[a] += self[a] == m ? 0.0f : q;
+						fx[a] += q * q * dx;
+						fy[a] += q * q * dy;
+					}
+				}
 			} else {
 				for (int ch = nd->nchild - 1; ch >= 0; ch--)
 					stack[sp++] = nd->child + ch;
 			}
 		}
-		int32_t i = t->perm[s];
-		x->rep[2 * (size_t)i] = fx;
-		x->rep[2 * (size_t)i + 1] = fy;
-		x->zrow[i] = z;
+		for (int a = 0; a < np; a++) {
+			int32_t i = t->perm[m0 + a];
+			x->rep[2 * (size_t)i] = fx[a];
+			x->rep[2 * (size_t)i + 1] = fy[a];
+			x->zrow[i] = z[a];
+		}
 	}
 }
 
@@ -782,6 +829,9 @@ static void rep_exact_chunk(void *c, long lo, long hi, int tid)
 	}
 }
 
+/* Attractive forces and the gradient.  Rows are taken 8 entries at a time
+ * (positions gathered into lanes, then one vectorised block), f32 lanes
+ * summed in double at the end of the row. */
 static void attr_chunk(void *c, long lo, long hi, int tid)
 {
 	grad_ctx *x = c;
@@ -789,14 +839,34 @@ static void attr_chunk(void *c, long lo, long hi, int tid)
 	const float *Y = x->Y;
 	double Z = x->theta2; /* reused: holds Z in this pass */
 	for (long i = lo; i < hi; i++) {
-		double ax = 0, ay = 0;
 		float px = Y[2 * i], py = Y[2 * i + 1];
-		for (long s = P->rowptr[i]; s < P->rowptr[i + 1]; s++) {
+		float ax8[8] = {0}, ay8[8] = {0}, yx[8], yy[8], pv[8];
+		long s = P->rowptr[i], e = P->rowptr[i + 1];
+		for (; s + 8 <= e; s += 8) {
+			for (int a = 0; a < 8; a++) {
+				int32_t j = P->col[s + a];
+				yx[a] = Y[2 * (size_t)j];
+				yy[a] = Y[2 * (size_t)j + 1];
+				pv[a] = P->val[s + a];
+			}
+			for (int a = 0; a < 8; a++) {
+				float dx = px - yx[a], dy = py - yy[a];
+				float q = pv[a] / (1.0f + dx * dx + dy * dy);
+				ax8[a] += q * dx;
+				ay8[a] += q * dy;
+			}
+		}
+		double ax = 0, ay = 0;
+		for (; s < e; s++) {
 			int32_t j = P->col[s];
 			float dx = px - Y[2 * (size_t)j], dy = py - Y[2 * (size_t)j + 1];
 			float q = P->val[s] / (1.0f + dx * dx + dy * dy);
 			ax += q * dx;
 			ay += q * dy;
+		}
+		for (int a = 0; a < 8; a++) {
+			ax += ax8[a];
+			ay += ay8[a];
 		}
 		x->grad[2 * i] = (float)(4 * (x->exag * ax - x->rep[2 * i] / Z));
 		x->grad[2 * i + 1] = (float)(4 * (x->exag * ay - x->rep[2 * i + 1] / Z));
@@ -840,7 +910,7 @@ static int gradient(gwork *w, const ss_csr *P, const float *Y, long n, double th
 	if (theta > 0) {
 		if (qt_build(&w->t, Y, e) < 0)
 			return -1;
-		ss_par_for(threads, n, rep_bh_chunk, &c);
+		ss_par_for(threads, w->t.nleaf, rep_group_chunk, &c);
 	} else {
 		ss_par_for(threads, n, rep_exact_chunk, &c);
 	}
