@@ -216,5 +216,22 @@ int main(int argc, char **argv)
 		json_decref(x);
 	}
 	printf("%s: %zu strings, %zu mismatches, %zu accepted differences\n", argv[1], total, bad, accepted);
+	free(ids.v);
+	free(post.v);
+	for (size_t i = 0; i < total; i++)
+		free(all[i].s);
+	free(all);
+	for (size_t i = 0; i < nc; i++)
+		free(cl[i]);
+	for (size_t i = 0; i < ne; i++)
+		free(el[i]);
+	for (size_t i = 0; i < np; i++)
+		free(pl[i]);
+	free(cl);
+	free(el);
+	free(pl);
+	json_decref(hdr);
+	json_decref(pool);
+	tok_free(t);
 	return bad ? 1 : 0;
 }
