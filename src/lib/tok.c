@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -744,6 +745,7 @@ typedef struct arena_chunk {
 	size_t used, cap;
 	max_align_t data[];
 } arena_chunk;
+#define ARENA_CHUNK ((size_t)32 << 20)
 static arena_chunk *arena_head;
 static int arena_failed;
 
@@ -752,12 +754,19 @@ static void *arena_malloc(size_t n)
 	n = (n + 15) & ~(size_t)15;
 	arena_chunk *c = arena_head;
 	if (!c || c->cap - c->used < n) {
-		size_t cap = n > (8u << 20) ? n : (8u << 20);
-		c = malloc(sizeof *c + cap);
+		/* 32 MiB chunks on huge pages where the kernel offers them: the
+		 * tree of an 11 MB file takes ~60 MB, and 4 KiB page faults cost
+		 * a tenth of the load */
+		size_t cap = n + sizeof *c > ARENA_CHUNK ? n + sizeof *c : ARENA_CHUNK;
+		c = aligned_alloc(2u << 20, (cap + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
 		if (!c) {
 			arena_failed = 1;
 			return NULL;
 		}
+#ifdef MADV_HUGEPAGE
+		madvise(c, cap, MADV_HUGEPAGE);
+#endif
+		cap -= sizeof *c;
 		c->next = arena_head;
 		c->used = 0;
 		c->cap = cap;
