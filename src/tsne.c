@@ -264,7 +264,12 @@ static int read_layer(src *S, int ns, long L, rows *R, ss_err *e)
 					return ss_err_set(e, "%s:%s: row %ld: non-finite value in column %ld",
 					                  S[k].file, S[k].dset, i, j + 1);
 				}
-		float *nx = realloc(R->X, (size_t)(R->n + T) * d * sizeof *nx);
+		if (R->n == 0) { /* the first source: keep its buffer, no copy */
+			free(R->X);
+			R->X = x;
+			x = NULL;
+		}
+		float *nx = x ? realloc(R->X, (size_t)(R->n + T) * d * sizeof *nx) : R->X;
 		int *nsi = realloc(R->si, (R->n + T) * sizeof *nsi);
 		long *np = realloc(R->pos, (R->n + T) * sizeof *np);
 		if (nx)
@@ -277,7 +282,8 @@ static int read_layer(src *S, int ns, long L, rows *R, ss_err *e)
 			free(x);
 			return ss_err_set(e, "out of memory reading %s", S[k].file);
 		}
-		memcpy(R->X + (size_t)R->n * d, x, (size_t)T * d * sizeof *x);
+		if (x)
+			memcpy(R->X + (size_t)R->n * d, x, (size_t)T * d * sizeof *x);
 		for (long i = 0; i < T; i++) {
 			R->si[R->n + i] = k;
 			R->pos[R->n + i] = i;

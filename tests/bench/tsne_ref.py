@@ -3,6 +3,7 @@
 
   gen N D SEED OUT.npy       clustered data (20 clusters, 40-dim latent
                              structure in D dims, small isotropic noise)
+  h5 IN.npy OUT.h5           the matrix as OUT.h5:/X (tsne's input)
   tsv IN.npy                 the matrix as TSV on stdout (tsne's stdin input)
   sklearn IN.npy OUT.npy PERP ITER JOBS
                              scikit-learn's Barnes-Hut TSNE (init pca,
@@ -96,6 +97,10 @@ def kl(P, Y):
 def load_y(path):
     if path.endswith('.npy'):
         return np.load(path)
+    if path.endswith('.h5'):
+        import h5py
+        with h5py.File(path, 'r') as f:
+            return f['tsne/xy'][()]
     import csv
     with open(path) as f:
         r = csv.reader(f, delimiter='\t')
@@ -108,6 +113,10 @@ def main():
     cmd = sys.argv[1]
     if cmd == 'gen':
         gen(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+    elif cmd == 'h5':
+        import h5py
+        with h5py.File(sys.argv[3], 'w') as f:
+            f['X'] = np.load(sys.argv[2])
     elif cmd == 'tsv':
         X = np.load(sys.argv[2])
         np.savetxt(sys.stdout, X, fmt='%.7g', delimiter='\t')
