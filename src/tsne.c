@@ -25,12 +25,13 @@ enum { LAB_FUTURE = 0, LAB_CONTROL = 1, LAB_OTHER = 2, LAB_NONE = 3, LAB_N };
 static const char *const lab_name[LAB_N] = {"future", "control", "other", "-"};
 
 static long o_layer = -1, o_iter = 1000, o_exag_iter = 250, o_pca = 50, o_seed = 1,
-            o_threads = 0, o_knn = 5, o_min_life = 1;
+            o_threads = 0, o_knn = 5, o_min_life = 1, o_level = 0;
+static long life_max = 1L << 30;
 static double o_perp = 30, o_theta = 0.5, o_exag = 12, o_lr = 0, o_tau_cos = NAN,
               o_tau_norm = NAN;
 static int o_exact, o_quiet;
 static const char *o_labels, *o_only, *o_classes = "space,punct,digit", *o_out, *o_scan,
-                  *o_init = "pca", *o_lstart;
+                  *o_init = "pca", *o_lstart, *o_levels;
 static int seen_tau_cos, seen_tau_norm;
 
 static const ss_opt opts[] = {
@@ -40,6 +41,8 @@ static const ss_opt opts[] = {
 	{"classes", 0, SS_OPT_STRING, &o_classes, "LIST", "token classes of controls (space,punct,digit)", NULL},
 	{"min-lifetime", 0, SS_OPT_INT, &o_min_life, "N", "future: episodes of at least N layers (1)", NULL},
 	{"l-start", 0, SS_OPT_STRING, &o_lstart, "A-B", "future: episodes starting in layers A..B", NULL},
+	{"levels", 0, SS_OPT_STRING, &o_levels, "LEVELS.tsv", "sinklevels table for --level", NULL},
+	{"level", 0, SS_OPT_INT, &o_level, "K", "future: only episodes of level K of --levels", NULL},
 	{"tau-cos", 0, SS_OPT_DOUBLE, &o_tau_cos, "X", "sink rule for controls: cosine threshold", &seen_tau_cos},
 	{"tau-norm", 0, SS_OPT_DOUBLE, &o_tau_norm, "X", "sink rule for controls: norm ratio", &seen_tau_norm},
 	{"perplexity", 'p', SS_OPT_DOUBLE, &o_perp, "U", "perplexity (30)", NULL},
@@ -217,7 +220,7 @@ static int label_of(const src *S, int si, long pos, long L, const labels *lb, lo
 {
 	for (size_t k = 0; k < lb->n; k++) {
 		const episode *p = &lb->ep[k];
-		if (p->si == si && p->pos == pos && p->l_start > L && p->lifetime >= o_min_life &&
+		if (p->si == si && p->pos == pos && p->l_start > L && p->lifetime >= o_min_life && p->lifetime <= life_max &&
 		    p->l_start >= lo && p->l_start <= hi)
 			return LAB_FUTURE;
 	}
@@ -672,6 +675,39 @@ done:
 	return rc;
 }
 
+/* the l_start and lifetime ranges of level K of a sinklevels table */
+static int read_level(const char *path, long K, long *lo, long *hi, long *lmin, long *lmax,
+                      ss_err *e)
+{
+	ss_tsv *t;
+	if (tsv_open(&t, path, e) < 0)
+		return -1;
+	static const char *const need[] = {"level", "l_start_min", "l_start_max", "lifetime_min",
+	                                   "lifetime_max"};
+	int c[5], r, found = 0;
+	long v[5];
+	if (tsv_require(t, need, c, 5, e) < 0)
+		goto fail;
+	while ((r = tsv_next(t, e)) == 1) {
+		for (int i = 0; i < 5; i++)
+			if (tsv_long(t, c[i], &v[i], e) < 0)
+				goto fail;
+		if (v[0] == K) {
+			*lo = v[1], *hi = v[2], *lmin = v[3], *lmax = v[4];
+			found = 1;
+		}
+	}
+	if (r < 0)
+		goto fail;
+	tsv_close(t);
+	if (!found)
+		return ss_err_set(e, "%s: no level %ld", path, K);
+	return 0;
+fail:
+	tsv_close(t);
+	return -1;
+}
+
 /* ------------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -725,6 +761,12 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 	}
+	if ((o_level > 0) != (o_levels != NULL)) {
+		ss_err_status(&e, SS_EXIT_USAGE, "--level and --levels go together");
+		goto fail;
+	}
+	if (o_levels && read_level(o_levels, o_level, &lo, &hi, &o_min_life, &life_max, &e) < 0)
+		goto fail;
 	if (o_scan && (!ns || !o_labels)) {
 		ss_err_status(&e, SS_EXIT_USAGE, "--scan needs --labels and FILE.h5:/acts/COMPONENT operands");
 		goto fail;
