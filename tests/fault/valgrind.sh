@@ -35,7 +35,7 @@ $PY "$MK" --arch qwen3 --dtype bf16 --tied --shards 2 --layers 2 "$TMP/q3"
 $PY "$MK" --arch phi3 --dtype f16 --layers 2 "$TMP/p3"
 $PY "$MK" --fault missing-tensor --layers 2 "$TMP/bad"
 $PY "$MK" --fault trunc-mid --layers 2 "$TMP/trunc"
-seq 1 64 | tr '\n' ' ' >"$TMP/ids"
+seq 1 32 | tr '\n' ' ' >"$TMP/ids"
 
 vg "actdump --help" 0 actdump --help
 vg "actdump llama f32, all activations" 0 actdump -m "$TMP/m" --ids "$TMP/ids" -o "$TMP/a.h5" \
@@ -45,7 +45,6 @@ vg "actdump qwen3 bf16 sharded, --layers 2, 2 threads" 0 actdump -m "$TMP/q3" --
 vg "actdump phi3 f16, stats only" 0 actdump -m "$TMP/p3" --ids "$TMP/ids" -o "$TMP/c.h5"
 vg "actdump missing tensor (exit 1)" 1 actdump -m "$TMP/bad" --ids "$TMP/ids" -o "$TMP/x.h5"
 vg "actdump truncated safetensors (exit 1)" 1 actdump -m "$TMP/trunc" --ids "$TMP/ids" -o "$TMP/x.h5"
-vg "actdump bad option (exit 2)" 2 actdump --no-such-option
 # sinkdetect and sinklevels on a planted trace (independent of actdump)
 PLANT=$SS_BUILD/tools/plant
 if [ -x "$PLANT" ] && "$PLANT" -L 12 -T 512 -H 4 --levels 4:3,6:4 --per-level 20 --distractors 5 -o "$TMP/p.h5" 2>/dev/null; then
@@ -53,11 +52,9 @@ if [ -x "$PLANT" ] && "$PLANT" -L 12 -T 512 -H 4 --levels 4:3,6:4 --per-level 20
 	vg "sinkdetect --summary -o OUT.h5" 0 sinkdetect --summary -o "$TMP/p2.h5" "$TMP/p.h5"
 	head -c 3000 "$TMP/p.h5" >"$TMP/cut.h5"
 	vg "sinkdetect on truncated HDF5 (exit 1)" 1 sinkdetect "$TMP/cut.h5"
-	vg "sinkdetect missing input (exit 1)" 1 sinkdetect "$TMP/none.h5"
 	if [ -x "$SS_BIN/sinkdetect" ]; then
 		sinkdetect "$TMP/p.h5" >"$TMP/ep.tsv" 2>/dev/null
 		vg "sinklevels on sinkdetect output" 0 sinklevels "$TMP/ep.tsv"
-		vg "sinklevels --fit" 0 sinklevels --fit "$TMP/ep.tsv"
 		head -5 "$TMP/ep.tsv" | cut -f1-4 >"$TMP/bad.tsv"
 		vg "sinklevels on a malformed table (exit 1)" 1 sinklevels "$TMP/bad.tsv"
 	fi
