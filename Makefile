@@ -17,7 +17,7 @@ OPT     ?= -O2 -march=x86-64-v3 -g
 CFLAGS  ?= $(OPT)
 SS_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Isrc/lib -pthread \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-SS_LDLIBS  = -lhdf5_hl $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+SS_LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 PROGS    := $(patsubst src/%.c,%,$(wildcard src/*.c))

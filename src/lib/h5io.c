@@ -9,12 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <hdf5.h>
-#include <hdf5_hl.h>
 
 #include "ofile.h"
+
+typedef struct { void *buf; size_t len; } img_udata; /* see open_image */
 
 struct ss_h5 {
 	hid_t fid;
@@ -23,7 +27,21 @@ struct ss_h5 {
 	int to_stdout;   /* created with "-": image goes to stdout at commit */
 	char *path;      /* final path of a created real file */
 	char *tmp;       /* its temporary name */
-	void *image;     /* stdin image (kept alive: opened without a copy) */
+	struct ss_h5_buf *buf; /* the file's bytes, when held in memory */
+	img_udata img_ud;      /* for HDF5's file-image callbacks, lives with fid */
+	int map_failed;
+};
+
+/* The stdin image (HDF5 reads it in place: opened without a copy) or the
+ * file mapped for borrowed views (h5_view_f32).  Reference counted: the
+ * handle holds one reference, every h5_take_buffers() another. */
+struct ss_h5_buf {
+	int refs;
+	void *image;
+	size_t image_len;
+	int image_mapped; /* stdin was a regular file, mapped rather than read */
+	void *map;
+	size_t map_len;
 };
 
 static void quiet(void)
@@ -85,7 +103,7 @@ static void free_h5(ss_h5 *f)
 	free(f->name);
 	free(f->path);
 	free(f->tmp);
-	free(f->image);
+	h5_buffers_free(f->buf);
 	free(f);
 }
 
@@ -127,6 +145,49 @@ static int slurp_stdin(void **buf, size_t *len, ss_err *e)
 	return 0;
 }
 
+/* File-image callbacks that let HDF5 read our buffer in place: every
+ * "allocation" is the buffer itself, copies onto itself are no-ops, frees
+ * do nothing (the buffer is ours).  Read-only, so nothing ever grows.
+ * (H5LTopen_file_image does the same but leaks when the open fails.) */
+static void *img_malloc(size_t size, H5FD_file_image_op_t op, void *ud)
+{
+	img_udata *u = ud;
+	return size <= u->len ? u->buf : NULL;
+}
+static void *img_memcpy(void *dest, const void *src, size_t size, H5FD_file_image_op_t op,
+                        void *ud)
+{
+	if (dest != src)
+		memmove(dest, src, size);
+	return dest;
+}
+static void *img_realloc(void *ptr, size_t size, H5FD_file_image_op_t op, void *ud)
+{
+	return NULL;
+}
+static herr_t img_free(void *ptr, H5FD_file_image_op_t op, void *ud) { return 0; }
+static void *img_udata_copy(void *ud) { return ud; }
+static herr_t img_udata_free(void *ud) { return 0; }
+
+static hid_t open_image(void *buf, size_t len, img_udata *u)
+{
+	u->buf = buf;
+	u->len = len;
+	H5FD_file_image_callbacks_t cb = {img_malloc, img_memcpy, img_realloc, img_free,
+	                                  img_udata_copy, img_udata_free, u};
+	hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fid = -1;
+	if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0 &&
+	    H5Pset_file_image_callbacks(fapl, &cb) >= 0 && H5Pset_file_image(fapl, buf, len) >= 0) {
+		char nm[64];
+		static unsigned seq;
+		snprintf(nm, sizeof nm, "<stdin>.%d.%u", (int)getpid(), seq++);
+		fid = H5Fopen(nm, H5F_ACC_RDONLY, fapl);
+	}
+	if (fapl >= 0)
+		H5Pclose(fapl);
+	return fid;
+}
+
 static const unsigned char h5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 
 int h5_open(ss_h5 **out, const char *path, ss_err *e)
@@ -139,21 +200,40 @@ int h5_open(ss_h5 **out, const char *path, ss_err *e)
 		return -1;
 	if (in) {
 		size_t len = 0;
-		if (slurp_stdin(&f->image, &len, e)) {
+		void *img = NULL;
+		f->buf = ss_calloc(1, sizeof *f->buf, "file image", e);
+		if (!f->buf) {
 			free_h5(f);
 			return -1;
 		}
+		f->buf->refs = 1;
+		/* stdin redirected from a file: map it instead of copying */
+		struct stat st;
+		if (fstat(0, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+		    lseek(0, 0, SEEK_CUR) == 0) {
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0, 0);
+			if (m != MAP_FAILED) {
+				img = m;
+				len = (size_t)st.st_size;
+				f->buf->image_mapped = 1;
+			}
+		}
+		if (!img && slurp_stdin(&img, &len, e)) {
+			free_h5(f);
+			return -1;
+		}
+		f->buf->image = img;
+		f->buf->image_len = len;
 		if (len == 0) {
 			free_h5(f);
 			return ss_err_set(e, "<stdin>: empty input, expected an HDF5 file image");
 		}
-		if (len < 8 || memcmp(f->image, h5_signature, 8)) {
+		if (len < 8 || memcmp(img, h5_signature, 8)) {
 			free_h5(f);
 			return ss_err_set(e, "<stdin>: not an HDF5 file (no HDF5 signature)");
 		}
 		/* The buffer stays ours (freed in h5_close); HDF5 neither copies nor frees it. */
-		f->fid = H5LTopen_file_image(f->image, len,
-		                             H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE);
+		f->fid = open_image(img, len, &f->img_ud);
 		if (f->fid < 0) {
 			h5fail(e, f, "/", "cannot open HDF5 image (truncated or corrupt?)");
 			free_h5(f);
@@ -500,6 +580,101 @@ int h5_read_f32(ss_h5 *f, const char *path, int rank, const size_t *expect, floa
 {
 	return read_whole(f, path, H5T_FLOAT, H5T_NATIVE_FLOAT, sizeof(float), rank, expect,
 	                  (void **)data, dims, e);
+}
+
+/* The bytes of the file: the stdin image, or the file mapped privately
+ * (copy on write, so a borrowed view may be modified like a read buffer). */
+static const unsigned char *file_bytes(ss_h5 *f, size_t *len)
+{
+	if (f->buf && f->buf->image) {
+		*len = f->buf->image_len;
+		return f->buf->image;
+	}
+	if (f->writing || f->map_failed)
+		return NULL;
+	if (!f->buf) {
+		f->map_failed = 1;
+		int fd = open(f->name, O_RDONLY);
+		if (fd < 0)
+			return NULL;
+		struct stat st;
+		void *m = MAP_FAILED;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+			m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			return NULL;
+		f->buf = calloc(1, sizeof *f->buf);
+		if (!f->buf) {
+			munmap(m, (size_t)st.st_size);
+			return NULL;
+		}
+		f->buf->refs = 1;
+		f->buf->map = m;
+		f->buf->map_len = (size_t)st.st_size;
+		f->map_failed = 0;
+	}
+	*len = f->buf->map_len;
+	return f->buf->map;
+}
+
+int h5_view_f32(ss_h5 *f, const char *path, int rank, const size_t *expect, float **data,
+                size_t *dims, int *borrowed, ss_err *e)
+{
+	*data = NULL;
+	*borrowed = 0;
+	size_t n;
+	hid_t d = open_checked(f, path, H5T_FLOAT, rank, expect, dims, &n, e);
+	if (d < 0)
+		return -1;
+	/* Borrow when the data lie in the file as native floats: a contiguous,
+	 * allocated, little-endian f32 dataset at an aligned offset. */
+	const unsigned char *base;
+	size_t len = 0;
+	hid_t t = H5Dget_type(d), pl = H5Dget_create_plist(d);
+	int ok = t >= 0 && pl >= 0 && H5Tequal(t, H5T_NATIVE_FLOAT) > 0 &&
+	         H5Tequal(t, H5T_IEEE_F32LE) > 0 && H5Pget_layout(pl) == H5D_CONTIGUOUS && n > 0;
+	if (t >= 0)
+		H5Tclose(t);
+	if (pl >= 0)
+		H5Pclose(pl);
+	if (ok) {
+		haddr_t off = H5Dget_offset(d);
+		hsize_t sz = H5Dget_storage_size(d);
+		if (off != HADDR_UNDEF && sz == (hsize_t)n * sizeof(float) && off % sizeof(float) == 0 &&
+		    (base = file_bytes(f, &len)) && off <= len && sz <= len - off &&
+		    ((uintptr_t)(base + off)) % sizeof(float) == 0) {
+			*data = (float *)(void *)(base + off);
+			*borrowed = 1;
+			H5Dclose(d);
+			H5Eclear2(H5E_DEFAULT);
+			return 0;
+		}
+	}
+	H5Eclear2(H5E_DEFAULT);
+	H5Dclose(d);
+	return h5_read_f32(f, path, rank, expect, data, dims, e);
+}
+
+ss_h5_buf *h5_take_buffers(ss_h5 *f)
+{
+	if (f->buf)
+		f->buf->refs++;
+	return f->buf;
+}
+
+void h5_buffers_free(ss_h5_buf *b)
+{
+	if (!b || --b->refs > 0)
+		return;
+	/* HDF5 was told neither to copy nor to free the image */
+	if (b->image_mapped)
+		munmap(b->image, b->image_len);
+	else
+		free(b->image);
+	if (b->map)
+		munmap(b->map, b->map_len);
+	free(b);
 }
 
 int h5_read_i32(ss_h5 *f, const char *path, int rank, const size_t *expect, int32_t **data,

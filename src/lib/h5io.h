@@ -45,6 +45,20 @@ int h5_read_f32(ss_h5 *f, const char *path, int rank, const size_t *expect, floa
                 size_t *dims, ss_err *e);
 int h5_read_i32(ss_h5 *f, const char *path, int rank, const size_t *expect, int32_t **data,
                 size_t *dims, ss_err *e);
+/* Like h5_read_f32, but when the dataset lies in the file as native
+ * contiguous f32, *data points into the file's bytes (the stdin image, or
+ * the file mapped copy-on-write) instead of a fresh buffer: *borrowed = 1,
+ * and the bytes stay valid until h5_close(), or, after h5_take_buffers(),
+ * until h5_buffers_free().  Else *borrowed = 0 and *data is malloc'd. */
+int h5_view_f32(ss_h5 *f, const char *path, int rank, const size_t *expect, float **data,
+                size_t *dims, int *borrowed, ss_err *e);
+typedef struct ss_h5_buf ss_h5_buf;
+/* Share the bytes behind borrowed views (reference counted; NULL when
+ * there are none): they stay valid until both h5_close() and
+ * h5_buffers_free() were called. */
+ss_h5_buf *h5_take_buffers(ss_h5 *f);
+void h5_buffers_free(ss_h5_buf *b);
+
 /* Read `count` consecutive indices of the first dimension starting at
  * `start` into buf (count * product of the other dims floats): bounded
  * strips of large datasets. */

@@ -31,11 +31,11 @@ void trace_free(ss_trace *tr)
 	meta_free(&tr->meta);
 	free(tr->ids);
 	h5_free_strings(tr->text, tr->text ? (size_t)tr->T : 0);
-	free(tr->resid_norm);
-	free(tr->resid_cos0);
-	free(tr->attn_out_norm);
-	free(tr->mlp_out_norm);
-	free(tr->recv);
+	float *st[5] = {tr->resid_norm, tr->resid_cos0, tr->attn_out_norm, tr->mlp_out_norm, tr->recv};
+	for (int k = 0; k < 5; k++)
+		if (!(tr->borrowed & (1u << k)))
+			free(st[k]);
+	h5_buffers_free(tr->bufs);
 	memset(tr, 0, sizeof *tr);
 }
 
@@ -97,6 +97,14 @@ static int check_finite(ss_h5 *f, const char *path, const float *x, int rank, co
 	size_t n = 1;
 	for (int i = 0; i < rank; i++)
 		n *= dims[i];
+	/* A branch-free scan of the exponent bits (vectorised) finds whether
+	 * there is any Inf/NaN; only then look for the first one. */
+	const uint32_t *u = (const uint32_t *)(const void *)x;
+	uint32_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
+	if (!bad)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		if (isfinite(x[i]))
 			continue;
@@ -114,11 +122,14 @@ static int check_finite(ss_h5 *f, const char *path, const float *x, int rank, co
 	return 0;
 }
 
-static int read_stat(ss_h5 *f, const char *path, int rank, const size_t *dims, float **x,
-                     ss_err *e)
+static int read_stat(ss_h5 *f, ss_trace *tr, int k, const char *path, int rank,
+                     const size_t *dims, float **x, ss_err *e)
 {
-	if (h5_read_f32(f, path, rank, dims, x, NULL, e))
+	int b = 0;
+	if (h5_view_f32(f, path, rank, dims, x, NULL, &b, e))
 		return -1;
+	if (b)
+		tr->borrowed |= 1u << k;
 	return check_finite(f, path, *x, rank, dims, e);
 }
 
@@ -170,13 +181,14 @@ static int read_h5(ss_h5 *f, ss_trace *tr, ss_err *e)
 	}
 	size_t T = (size_t)tr->T, L = (size_t)tr->L, H = (size_t)tr->H;
 	size_t d2[2] = {L + 1, T}, d1[2] = {L, T}, d3[3] = {L, H, T};
-	if (read_stat(f, "/stats/resid_norm", 2, d2, &tr->resid_norm, e) ||
-	    read_stat(f, "/stats/resid_cos0", 2, d2, &tr->resid_cos0, e) ||
-	    read_stat(f, "/stats/attn_out_norm", 2, d1, &tr->attn_out_norm, e) ||
-	    read_stat(f, "/stats/mlp_out_norm", 2, d1, &tr->mlp_out_norm, e) ||
-	    read_stat(f, "/stats/recv", 3, d3, &tr->recv, e))
-		return -1;
-	return 0;
+	int rc = read_stat(f, tr, 0, "/stats/resid_norm", 2, d2, &tr->resid_norm, e) ||
+	         read_stat(f, tr, 1, "/stats/resid_cos0", 2, d2, &tr->resid_cos0, e) ||
+	         read_stat(f, tr, 2, "/stats/attn_out_norm", 2, d1, &tr->attn_out_norm, e) ||
+	         read_stat(f, tr, 3, "/stats/mlp_out_norm", 2, d1, &tr->mlp_out_norm, e) ||
+	         read_stat(f, tr, 4, "/stats/recv", 3, d3, &tr->recv, e);
+	if (tr->borrowed)
+		tr->bufs = h5_take_buffers(f);
+	return rc ? -1 : 0;
 }
 
 int trace_read_h5(ss_h5 *f, ss_trace *tr, ss_err *e)

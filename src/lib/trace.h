@@ -43,6 +43,11 @@ typedef struct ss_trace {
 	float *attn_out_norm;  /* [L * T] */
 	float *mlp_out_norm;   /* [L * T] */
 	float *recv;           /* [L * H * T] */
+	/* Stats read by trace_read may point into the file's bytes (mapped
+	 * copy-on-write, so writable) instead of separate buffers: free a
+	 * trace only with trace_free, never its arrays one by one. */
+	unsigned borrowed;     /* bit k set: the k-th stats array above is borrowed */
+	struct ss_h5_buf *bufs;
 } ss_trace;
 
 /* Read metadata, tokens and stats (never /acts), checking the format

@@ -82,25 +82,33 @@ t_fails "missing file" 1 "^sinkdetect: nope\.h5: No such file" sinkdetect nope.h
 t_fails "good then bad file: no partial table" 1 "^sinkdetect: text\.h5: " sinkdetect p.h5 text.h5
 T_OUT=$TMP/never.h5 t_fails "bad input with -o leaves no output file" 1 "trunc\.h5" sinkdetect -o never.h5 trunc.h5
 if have_py h5py; then
-	edit() { # edit SRC DST PYTHON: copy SRC to DST, run PYTHON on f = h5py.File(DST, "r+")
-		cp "$1" "$2"; $PY -c "import h5py, numpy as np, sys; f = h5py.File(sys.argv[1], 'r+'); $3" "$2"; }
-	edit p1.h5 v2.h5 'f.attrs["sinkscope_format"] = 2'
+	# every bad variant from one h5py start-up: copy p1.h5, then edit in place
+	$PY - p1.h5 <<'PY'
+import h5py, numpy as np, shutil, sys
+edits = {
+    "v2.h5": lambda f: f.attrs.__setitem__("sinkscope_format", 2),
+    "nofmt.h5": lambda f: f.attrs.__delitem__("sinkscope_format"),
+    "shape.h5": lambda f: (f.__delitem__("stats/recv"), f.__setitem__("stats/recv", np.zeros((40, 3, 4096), np.float32))),
+    "ntok.h5": lambda f: (f.__delitem__("stats/resid_cos0"), f.__setitem__("stats/resid_cos0", np.zeros((41, 4000), np.float32))),
+    "nan.h5": lambda f: f["stats/resid_norm"].__setitem__((7, 123), np.nan),
+    "inf.h5": lambda f: f["stats/recv"].__setitem__((2, 1, 5), np.inf),
+    "miss.h5": lambda f: f.__delitem__("stats/mlp_out_norm"),
+    "strl.h5": lambda f: f.attrs.__setitem__("n_layers", "forty"),
+    "txt.h5": lambda f: (f.__delitem__("tokens/text"), f.create_dataset("tokens/text", data=["a"] * 10, dtype=h5py.string_dtype())),
+}
+for name, ed in edits.items():
+    shutil.copy(sys.argv[1], name)
+    with h5py.File(name, "r+") as f:
+        ed(f)
+PY
 	t_fails "unknown format version" 1 "^sinkdetect: v2\.h5:/: sinkscope_format 2, this program reads 1$" sinkdetect v2.h5
-	edit p1.h5 nofmt.h5 'del f.attrs["sinkscope_format"]'
 	t_fails "no format attribute" 1 "^sinkdetect: nofmt\.h5:/: missing attribute 'sinkscope_format'" sinkdetect nofmt.h5
-	edit p1.h5 shape.h5 'del f["stats/recv"]; f["stats/recv"] = np.zeros((40, 3, 4096), np.float32)'
 	t_fails "mismatched shape (recv heads)" 1 "^sinkdetect: shape\.h5:/stats/recv: shape 40x3x4096, expected 40x4x4096$" sinkdetect shape.h5
-	edit p1.h5 ntok.h5 'del f["stats/resid_cos0"]; f["stats/resid_cos0"] = np.zeros((41, 4000), np.float32)'
 	t_fails "mismatched shape (tokens)" 1 "^sinkdetect: ntok\.h5:/stats/resid_cos0: shape 41x4000, expected 41x4096$" sinkdetect ntok.h5
-	edit p1.h5 nan.h5 'f["stats/resid_norm"][7, 123] = np.nan'
 	t_fails "NaN in stats" 1 "^sinkdetect: nan\.h5:/stats/resid_norm: non-finite value at \[7\]\[123\]$" sinkdetect nan.h5
-	edit p1.h5 inf.h5 'f["stats/recv"][2, 1, 5] = np.inf'
 	t_fails "Inf in recv" 1 "^sinkdetect: inf\.h5:/stats/recv: non-finite value at \[2\]\[1\]\[5\]$" sinkdetect inf.h5
-	edit p1.h5 miss.h5 'del f["stats/mlp_out_norm"]'
 	t_fails "missing dataset" 1 "^sinkdetect: miss\.h5:/stats/mlp_out_norm: missing dataset$" sinkdetect miss.h5
-	edit p1.h5 strl.h5 'f.attrs["n_layers"] = "forty"'
 	t_fails "attribute of the wrong type" 1 "^sinkdetect: strl\.h5:/: attribute 'n_layers' is not an integer" sinkdetect strl.h5
-	edit p1.h5 txt.h5 'del f["tokens/text"]; f.create_dataset("tokens/text", data=["a"]*10, dtype=h5py.string_dtype())'
 	t_fails "token text count differs" 1 "^sinkdetect: txt\.h5:/tokens/text: shape 10, expected 4096" sinkdetect txt.h5
 else
 	t_skip "bad-HDF5 cases built with h5py" "no h5py"

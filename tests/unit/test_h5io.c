@@ -199,6 +199,15 @@ static void test_trace_roundtrip_and_rule(void **st)
 	assert_string_equal(back.text[4], "42");
 	assert_memory_equal(back.recv, tr.recv, 3 * 2 * 5 * sizeof(float));
 	assert_memory_equal(back.resid_norm, tr.resid_norm, 4 * 5 * sizeof(float));
+	/* our writer's stats are contiguous f32: read without a copy, yet
+	 * writable (copy on write) and the file stays as it was */
+	assert_int_equal(back.borrowed, 31);
+	back.recv[0] = 12345;
+	ss_trace again;
+	assert_int_equal(trace_read(p, &again, &e), 0);
+	assert_true(again.recv[0] == tr.recv[0]);
+	trace_free(&again);
+	back.recv[0] = tr.recv[0];
 	/* sink-score of j=2 at layer 3: mean(0.01*1*3, 0.01*2*3) = 0.045 */
 	assert_true(fabs(sink_score(&back, 3, 2) - 0.045) < 1e-7);
 
