@@ -54,13 +54,18 @@ static int dec_kv(void *ctx, int layer, long t0, long n, const float *k, const f
 	return 0;
 }
 
+double dec_resident_bytes(const ss_model *m)
+{
+	return (double)model_layer_f32_bytes(&m->c) * m->c.n_layers;
+}
+
 int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_err *e)
 {
 	const ss_config *c = &m->c;
 	*d = (ss_dec){.m = m, .cap = cap, .hook = o->hook, .hook_ctx = o->hook_ctx};
 	long kvd = c->n_kv_heads * c->head_dim;
 	ss_fwd_opts fo = {.threads = o->threads, .block = o->block, .hook = dec_hook, .hook_ctx = d,
-	                  .kv = dec_kv, .kv_ctx = d};
+	                  .kv = dec_kv, .kv_ctx = d, .resident = o->resident};
 	if (kv_init(&d->kv, c->n_layers, cap, c->n_kv_heads, c->head_dim, o->kv_dtype, e) < 0)
 		return -1;
 	if (fwd_create(&d->f, m, &fo, cap, e) < 0)

@@ -44,6 +44,8 @@ typedef struct ss_dec_opts {
 	int threads;
 	long block;           /* fwd block; 0 = default */
 	ss_kv_dtype kv_dtype;
+	int resident;         /* keep every layer's f32 weights (fast decoding;
+	                         L layer buffers, see dec_resident_bytes) */
 	ss_hook_fn hook;      /* optional observer/intervener after the interventions */
 	void *hook_ctx;
 } ss_dec_opts;
@@ -69,6 +71,9 @@ typedef struct ss_dec {
 	float *mlp_y;
 	int mlp_layer;
 } ss_dec;
+
+/* Bytes of f32 weights that resident decoding holds (all layers). */
+double dec_resident_bytes(const ss_model *m);
 
 /* A dec for sequences of up to cap positions. */
 int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_err *e);

@@ -35,6 +35,8 @@ struct ss_fwd {
 	/* the current layer in f32 (cur = 1..L, 0 = none) */
 	int cur;
 	float *lw;
+	size_t lwn;             /* floats of one layer's f32 weights */
+	unsigned char *loaded;  /* resident: [L] layer l-1 converted */
 	float *in_norm, *post_norm;  /* [D] */
 	float *wqkv, *bqkv;          /* [qkvdim, D], [qkvdim] (bias or NULL) */
 	float *wo, *bo;              /* [D, qdim], [D] */
@@ -77,7 +79,12 @@ static void gemm_task(void *ctx, int tid, int nth)
 		pool_share(j->M, 4, tid, nth, &m0, &m1);    /* small N: split tokens */
 	if (m1 <= m0 || n1 <= n0)
 		return;
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(m1 - m0), (int)(n1 - n0), (int)j->K,
+	if (m1 - m0 == 1) /* one token (decoding, re-runs): sgemm would pack W first */
+		cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0f,
+		            j->W + n0 * j->ldw, (int)j->ldw, j->A + m0 * j->lda, 1, 0.0f,
+		            j->C + m0 * j->ldc + n0, 1);
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(m1 - m0), (int)(n1 - n0), (int)j->K,
 	            1.0f, j->A + m0 * j->lda, (int)j->lda, j->W + n0 * j->ldw, (int)j->ldw, 0.0f,
 	            j->C + m0 * j->ldc + n0, (int)j->ldc);
 	if (j->bias)
@@ -108,10 +115,44 @@ static void conv_task(void *ctx, int tid, int nth)
 	}
 }
 
+/* Point the layer weight pointers at one layer buffer p. */
+static void bind_weights(ss_fwd *f, float *p)
+{
+	const ss_config *c = f->c;
+#define TAKE(ptr, n) do { ptr = p; p += (n); } while (0)
+	TAKE(f->wqkv, f->qkvdim * f->D);
+	TAKE(f->wo, f->D * f->qdim);
+	TAKE(f->wgu, 2 * f->F * f->D);
+	TAKE(f->wd, f->D * f->F);
+	TAKE(f->in_norm, f->D);
+	TAKE(f->post_norm, f->D);
+	TAKE(f->qn, f->hd);
+	TAKE(f->kn, f->hd);
+	TAKE(f->bqkv, f->qkvdim);
+	TAKE(f->bgu, 2 * f->F);
+	TAKE(f->bo, f->D);
+	TAKE(f->bd, f->D);
+#undef TAKE
+	if (!c->qkv_bias)
+		f->bqkv = NULL;
+	if (!c->o_bias)
+		f->bo = NULL;
+	if (!c->mlp_bias)
+		f->bgu = f->bd = NULL;
+}
+
 static void load_layer(ss_fwd *f, int l)
 {
 	if (f->cur == l)
 		return;
+	if (f->o.resident) { /* every layer has its own buffer, converted once */
+		bind_weights(f, f->lw + (size_t)(l - 1) * f->lwn);
+		if (f->loaded[l - 1]) {
+			f->cur = l;
+			return;
+		}
+		f->loaded[l - 1] = 1;
+	}
 	const ss_layer_w *w = &f->m->layers[l - 1];
 	const ss_config *c = f->c;
 	conv_job j = {.n = 0};
@@ -204,30 +245,13 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 	openblas_set_num_threads(1);
 	if (pool_create(&f->pool, f->nth, e) < 0)
 		goto fail;
-	size_t lwn = model_layer_f32_bytes(c) / sizeof(float);
-	if (!(f->lw = ss_calloc(lwn, sizeof(float), "layer weights (f32)", e)))
+	f->lwn = model_layer_f32_bytes(c) / sizeof(float);
+	if (!(f->lw = ss_calloc(f->lwn * (f->o.resident ? c->n_layers : 1), sizeof(float),
+	                        "layer weights (f32)", e)))
 		goto fail;
-	float *p = f->lw;
-#define TAKE(ptr, n) do { ptr = p; p += (n); } while (0)
-	TAKE(f->wqkv, f->qkvdim * f->D);
-	TAKE(f->wo, f->D * f->qdim);
-	TAKE(f->wgu, 2 * f->F * f->D);
-	TAKE(f->wd, f->D * f->F);
-	TAKE(f->in_norm, f->D);
-	TAKE(f->post_norm, f->D);
-	TAKE(f->qn, f->hd);
-	TAKE(f->kn, f->hd);
-	TAKE(f->bqkv, f->qkvdim);
-	TAKE(f->bgu, 2 * f->F);
-	TAKE(f->bo, f->D);
-	TAKE(f->bd, f->D);
-#undef TAKE
-	if (!c->qkv_bias)
-		f->bqkv = NULL;
-	if (!c->o_bias)
-		f->bo = NULL;
-	if (!c->mlp_bias)
-		f->bgu = f->bd = NULL;
+	if (f->o.resident && !(f->loaded = ss_calloc(c->n_layers, 1, "layer flags", e)))
+		goto fail;
+	bind_weights(f, f->lw);
 	long T = max_T, B = f->B;
 	if (!(f->x = ss_malloc((size_t)(T * f->D), 4, "residual stream", e)) ||
 	    !(f->k = ss_malloc((size_t)(T * f->kvdim), 4, "keys", e)) ||
@@ -286,6 +310,7 @@ void fwd_free(ss_fwd *f)
 	free(f->rnorm);
 	free(f->bnorm);
 	free(f->final_norm);
+	free(f->loaded);
 	free(f);
 }
 

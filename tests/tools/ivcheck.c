@@ -8,7 +8,8 @@
  *     h[l-1][j] to h[ls][j] against the baseline cache, equals a full
  *     prefill with the same intervention (max |diff| / max |x| <= 1e-5); all
  *     cases in one layer-major batch, so rows must not see each other;
- *     the same with a bf16 cache (1e-2: the keys and values are rounded);
+ *     the same with a bf16 cache (1e-2: the keys and values are rounded)
+ *     and resident layer weights;
  *  2. prefill of T/2 then dec_step one token at a time: the last logits
  *     equal a prefill of all T (f32 cache 1e-5, bf16 cache 2e-2);
  *  3. dec_mlp on the captured mlp_in rows gives the captured mlp_out;
@@ -88,6 +89,7 @@ int main(int argc, char **argv)
 	ss_dec_opts of = o, ob = o;
 	of.hook_ctx = &full;
 	ob.kv_dtype = SS_KV_BF16;
+	ob.resident = 1; /* and every layer's weights kept */
 	ob.hook = NULL;
 	if (dec_create(&dc, &m, T, &o, &e) < 0 || dec_create(&df, &m, T, &of, &e) < 0 ||
 	    dec_create(&db, &m, T, &ob, &e) < 0 || dec_prefill(&dc, ids, T, NULL, NULL, &e) < 0 ||
