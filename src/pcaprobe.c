@@ -19,7 +19,7 @@ static const char *model_dir, *out_path = "-", *classes_s = "space,punct,digit",
                   *alphas_s = "-4:4:1", *fit_s = "all";
 static long layer, ncomp = 8, threads = 1;
 static double tau_cos, tau_norm;
-static int per_sink;
+static int per_sink, vectors;
 
 /* "A:B:STEP" or a comma-separated list. */
 static int parse_alphas(const char *s, double **a, long *n, ss_err *e)
@@ -74,6 +74,7 @@ int main(int argc, char **argv)
 		{"alphas", 'a', SS_OPT_STRING, &alphas_s, "LIST", "A:B:STEP or a list, in standard deviations (-4:4:1)", NULL},
 		{"fit", 0, SS_OPT_STRING, &fit_s, "SET", "positions fitted: all or nonsink (default all)", NULL},
 		{"per-sink", 0, SS_OPT_FLAG, &per_sink, NULL, "print the per-sink split instead", NULL},
+		{"vectors", 0, SS_OPT_FLAG, &vectors, NULL, "print the principal components instead", NULL},
 		{"classes", 0, SS_OPT_STRING, &classes_s, "LIST", "control token classes (default space,punct,digit)", NULL},
 		{"tau-cos", 0, SS_OPT_DOUBLE, &tau_cos, "X", "sink rule: cosine threshold", NULL},
 		{"tau-norm", 0, SS_OPT_DOUBLE, &tau_norm, "X", "sink rule: norm over the layer median", NULL},
@@ -163,7 +164,9 @@ int main(int argc, char **argv)
 	for (long l = 1, hdr = 1; l <= tr.L; l++) {
 		if (!done_l[l])
 			continue;
-		if (per_sink)
+		if (vectors)
+			probe_write_vectors(of.f, (int)hdr, &tr, &pr[l]);
+		else if (per_sink)
 			probe_write_sinks(of.f, (int)hdr, &tr, &pr[l]);
 		else
 			probe_write_comps(of.f, (int)hdr, &tr, &pr[l]);

@@ -30,6 +30,7 @@ void probe_free(ss_probe *p)
 	}
 	free(p->comp);
 	free(p->sink);
+	free(p->pcs);
 	*p = (ss_probe){0};
 }
 
@@ -89,6 +90,10 @@ int probe_run(ss_dec *d, const ss_trace *tr, long layer, const float *x, const f
 	}
 	if (pca_fit(fit, nf, D, k, &pca, e) < 0)
 		goto done;
+	out->dim = D;
+	if (!(out->pcs = ss_malloc((size_t)k * D, sizeof *out->pcs, "components", e)))
+		goto done;
+	memcpy(out->pcs, pca.comp, (size_t)k * D * sizeof *out->pcs);
 	out->comp = ss_calloc(k, sizeof *out->comp, "components", e);
 	out->sink = ss_calloc(out->n_sinks, sizeof *out->sink, "sinks", e);
 	long nin = (long)k * n_alpha + 1;
@@ -231,6 +236,20 @@ void probe_write_sinks(FILE *f, int header, const ss_trace *tr, const ss_probe *
 			fputc('\t', f);
 			tsv_put_double(f, v[q]);
 		}
+		fputc('\n', f);
+	}
+}
+
+void probe_write_vectors(FILE *f, int header, const ss_trace *tr, const ss_probe *p)
+{
+	if (header)
+		fputs("trace\tl_start\tcomponent\tvar_ratio\tvector\n", f);
+	for (long i = 0; i < p->k; i++) {
+		tsv_put_escaped(f, tr->name, strlen(tr->name));
+		fprintf(f, "\t%ld\t%ld\t", p->layer, i + 1);
+		tsv_put_double(f, p->comp[i].var_ratio);
+		for (long q = 0; q < p->dim; q++)
+			fprintf(f, "%c%.9g", q ? ',' : '\t', p->pcs[(size_t)i * p->dim + q]);
 		fputc('\n', f);
 	}
 }

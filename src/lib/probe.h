@@ -36,7 +36,8 @@ typedef struct ss_probe_sink {
 } ss_probe_sink;
 
 typedef struct ss_probe {
-	long layer, k, n_alpha, n_fit, n_sinks, n_controls;
+	long layer, k, n_alpha, n_fit, n_sinks, n_controls, dim;
+	double *pcs;                /* [k * dim] unit components (pca.h signs) */
 	const double *alpha;
 	ss_probe_comp *comp;        /* [k] */
 	ss_probe_sink *sink;        /* [n_sinks] */
@@ -55,5 +56,8 @@ void probe_free(ss_probe *p);
 void probe_write_comps(FILE *f, int header, const ss_trace *tr, const ss_probe *p);
 /* trace l_start pos token frac_par norm_full cos_full norm_par cos_par norm_perp cos_perp */
 void probe_write_sinks(FILE *f, int header, const ss_trace *tr, const ss_probe *p);
+
+/* trace l_start component var_ratio vector (comma-separated, %.9g) */
+void probe_write_vectors(FILE *f, int header, const ss_trace *tr, const ss_probe *p);
 
 #endif

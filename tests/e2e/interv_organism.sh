@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# swapexp and pcaprobe on the model organism (mkorganism(1)), whose answer is
+# planted: truth/decision.tsv says, for each swap layer and component,
+# whether the swap prevents the sinks of l_start (resid: every layer;
+# mlp_out: the decision layer and l_start; attn_out: never), and
+# truth/directions.tsv gives the direction the formation MLP reads.
+#   - every planted (layer, component) outcome is found for every target
+#     (fraction suppressed exactly 1 or 0);
+#   - the earliest mlp_out layer that suppresses is the planted decision layer;
+#   - pcaprobe's top principal component of mlp_in at l_start has |cos| > 0.99
+#     with the planted direction, and amplifies along it (gain > 2 at 2 sd).
+. "$(dirname "$0")/../lib.sh"
+for p in mkorganism actdump sinkdetect swapexp pcaprobe; do
+	if [ ! -x "$SS_BIN/$p" ]; then t_skip "organism swaps and PCA" "$p not built yet"; t_done; exit 0; fi
+done
+if ! have_py h5py; then t_skip "organism swaps and PCA" "h5py absent for $PY"; t_done; exit 0; fi
+cd "$TMP" || exit 1
+mkorganism -o org "$SS_ROOT/examples/organism.yaml" >/dev/null || { t_fail "mkorganism"; t_done; exit 0; }
+$PY "$SS_ROOT/tests/tools/bpe_ids.py" org/tokenizer.json --jsonl \
+	"$SS_ROOT/examples/traces/deepseek-r1-distill-qwen-14b-math.jsonl" -n 600 >ids
+actdump -m org --ids ids --acts resid,mlp_in -o t.h5
+$PY "$SS_ROOT/tests/tools/fill_text.py" t.h5 org/tokenizer.json "$SS_ROOT/tests/tools"
+sinkdetect t.h5 >eps.tsv
+LS=$(awk -F'\t' 'NR==2{print $2}' org/truth/decision.tsv)
+LD=$(awk -F'\t' 'NR==2{print $1}' org/truth/decision.tsv)
+t_ok "swapexp on the organism" swapexp -m org t.h5 eps.tsv -w "$LS" --summary -o sum.tsv
+want=$(awk -F'\t' -v ls="$LS" 'NR>1 {print $4, $3 - ls, $5}' org/truth/decision.tsv | sort)
+got=$(awk -F'\t' 'NR==FNR { if (FNR>1) k[$4" "($3-'"$LS"')]=1; next }
+	$1=="all" && (($4" "$5) in k) {print $4, $5, $9}' org/truth/decision.tsv sum.tsv | sort)
+t_eq "every planted swap outcome found (component, rel_layer, fraction)" "$want" "$got"
+dec=$(awk -F'\t' '$1!="all" && $4=="mlp_out" && $10==1 {print $6}' sum.tsv | sort -u)
+t_eq "decision layer (earliest suppressing mlp_out swap) is the planted one" "$LD" "$dec"
+t_ok "pcaprobe on the organism" pcaprobe -m org t.h5 eps.tsv -l "$LS" -k 3 --vectors -o vec.tsv
+c=$(awk -F'\t' 'NR==FNR { if ($1=="decision") dir=$5; next } FNR==2 {
+	n=split($5, a, ","); split(dir, b, ","); s=0; na=0; nb=0
+	for (i=1;i<=n;i++) { s+=a[i]*b[i]; na+=a[i]*a[i]; nb+=b[i]*b[i] }
+	c=s/sqrt(na*nb); if (c<0) c=-c; print c }' org/truth/directions.tsv vec.tsv)
+t_ok "top component |cos| with the planted direction > 0.99 (got $c)" awk -v c="$c" 'BEGIN{exit !(c > 0.99)}'
+g=$(pcaprobe -m org t.h5 eps.tsv -l "$LS" -k 1 -a 2 | awk -F'\t' 'NR==2{print $9}')
+t_ok "the MLP amplifies along the top component (gain at 2 sd: $g)" awk -v g="$g" 'BEGIN{exit !(g > 2)}'
+t_done
