@@ -531,6 +531,32 @@ static uint32_t byte_char(int b)
 	return 0x100 + (uint32_t)k;
 }
 
+#define PREFETCH 8
+
+/* A merge as "left right" (returns 0) or [left, right] (0); -1 / -2 when
+ * malformed in the first / second form. */
+static int merge_strs(json_t *it, const char **a, size_t *al, const char **b, size_t *bl)
+{
+	if (json_is_string(it)) {
+		*a = json_string_value(it);
+		const char *sp = strchr(*a, ' ');
+		if (!sp || strchr(sp + 1, ' '))
+			return -1;
+		*al = (size_t)(sp - *a);
+		*b = sp + 1;
+		*bl = strlen(*b);
+		return 0;
+	}
+	json_t *x = json_array_get(it, 0), *y = json_array_get(it, 1);
+	if (!json_is_array(it) || json_array_size(it) != 2 || !json_is_string(x) || !json_is_string(y))
+		return -2;
+	*a = json_string_value(x);
+	*al = json_string_length(x);
+	*b = json_string_value(y);
+	*bl = json_string_length(y);
+	return 0;
+}
+
 static int load_model(ld *L, json_t *root, json_t *added)
 {
 	tok *t = L->t;
@@ -603,17 +629,32 @@ static int load_model(ld *L, json_t *root, json_t *added)
 	if (tok_strmap_init(&t->strs, nv + json_array_size(added), e))
 		return -1;
 	char *ap = arena;
+	int32_t *order = malloc((nv ? nv : 1) * sizeof *order);
+	size_t no = 0;
+	if (!order)
+		return ss_err_set(e, "%s: out of memory", L->name);
 	json_object_foreach(vocab, k, v) {
 		int32_t id = (int32_t)json_integer_value(v);
 		size_t kl = strlen(k);
-		if (t->str[id])
+		if (t->str[id]) {
+			free(order);
 			return bad(L, "model.vocab", "id of '%s' is used twice", k);
+		}
 		memcpy(ap, k, kl + 1);
 		t->str[id] = ap;
 		t->len[id] = (uint32_t)kl;
 		ap += kl + 1;
-		tok_strmap_put(&t->strs, id, t->str[id], kl, t->str, t->len);
+		order[no++] = id;
 	}
+	for (size_t j = 0; j < no; j++) { /* prefetching the slots a few ahead */
+		if (j + PREFETCH < no) {
+			int32_t x = order[j + PREFETCH];
+			__builtin_prefetch(&t->strs.slot[tok_hash(t->str[x], t->len[x]) & t->strs.mask], 1);
+		}
+		int32_t id = order[j];
+		tok_strmap_put(&t->strs, id, t->str[id], t->len[id], t->str, t->len);
+	}
+	free(order);
 	if (t->byte_level) {
 		for (int b = 0; b < 256; b++) {
 			tok_buf c = {0};
@@ -638,30 +679,19 @@ static int load_model(ld *L, json_t *root, json_t *added)
 		return -1;
 	tok_buf cat = {0};
 	for (size_t i = 0; i < nm; i++) {
-		json_t *it = json_array_get(merges, i);
 		const char *a, *b;
 		size_t al, bl;
-		char p[PATHMAX];
-		snprintf(p, sizeof p, "model.merges[%zu]", i);
-		if (json_is_string(it)) {
-			a = json_string_value(it);
-			const char *sp = strchr(a, ' ');
-			if (!sp || strchr(sp + 1, ' ')) {
-				free(cat.p);
-				return bad(L, p, "expected \"left right\"%s", "");
-			}
-			al = (size_t)(sp - a);
-			b = sp + 1;
-			bl = strlen(b);
-		} else if (json_is_array(it) && json_array_size(it) == 2 &&
-		           json_is_string(json_array_get(it, 0)) && json_is_string(json_array_get(it, 1))) {
-			a = json_string_value(json_array_get(it, 0));
-			al = json_string_length(json_array_get(it, 0));
-			b = json_string_value(json_array_get(it, 1));
-			bl = json_string_length(json_array_get(it, 1));
-		} else {
+		/* the lookups miss the cache: prefetch the slots of a merge ahead */
+		if (i + PREFETCH < nm && merge_strs(json_array_get(merges, i + PREFETCH), &a, &al, &b, &bl) == 0) {
+			__builtin_prefetch(&t->strs.slot[tok_hash(a, al) & t->strs.mask]);
+			__builtin_prefetch(&t->strs.slot[tok_hash(b, bl) & t->strs.mask]);
+		}
+		int form = merge_strs(json_array_get(merges, i), &a, &al, &b, &bl);
+		if (form < 0) {
+			char p[PATHMAX];
+			snprintf(p, sizeof p, "model.merges[%zu]", i);
 			free(cat.p);
-			return bad(L, p, "expected \"left right\" or [left, right]%s", "");
+			return bad(L, p, form == -1 ? "expected \"left right\"%s" : "expected \"left right\" or [left, right]%s", "");
 		}
 		int32_t ia = tok_strmap_get(&t->strs, a, al, t->str, t->len);
 		int32_t ib = tok_strmap_get(&t->strs, b, bl, t->str, t->len);
@@ -676,6 +706,8 @@ static int load_model(ld *L, json_t *root, json_t *added)
 			snprintf(q, sizeof q, "'%.*s'", (int)(ia < 0 ? al : ib < 0 ? bl : cat.n > 200 ? 200 : cat.n),
 			         ia < 0 ? a : ib < 0 ? b : cat.p);
 			free(cat.p);
+			char p[PATHMAX];
+			snprintf(p, sizeof p, "model.merges[%zu]", i);
 			return bad(L, p, "%s is not in the vocabulary", q);
 		}
 		tok_mergemap_put(&t->merges, ia, ib, (uint32_t)i, im);
