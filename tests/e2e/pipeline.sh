@@ -8,7 +8,9 @@
 # the helpers' bad-input errors.
 . "$(dirname "$0")/../lib.sh"
 PL=$SS_ROOT/pipelines
-have() { [ -x "$SS_BIN/$1" ]; }
+have() { [ -x "$SS_BIN/$1" ] || return 1
+	# the pipeline gives actdump text: an actdump with only --ids is not enough
+	[ "$1" != actdump ] || "$SS_BIN/actdump" --help 2>/dev/null | grep -q -- --max-tokens; }
 isvg() { xmllint --noout "$1" 2>/dev/null && grep -q '<svg' "$1"; }
 ipng() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 

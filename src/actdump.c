@@ -1,0 +1,484 @@
+/* actdump - run a Hugging Face model folder over a token sequence and write
+ * the sinkscope HDF5 trace (DESIGN.md section 2): /tokens, /stats always,
+ * /acts for the components and layers asked for.  See actdump(1). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "forward.h"
+#include "h5io.h"
+#include "model.h"
+#include "ofile.h"
+#include "opt.h"
+#include "progress.h"
+#include "trace.h"
+
+#define PROG "actdump"
+
+static const char *model_dir, *ids_path, *out_path, *acts_opt, *layers_opt = "all",
+                  *max_mem_opt, *positions_opt = "warn";
+static long threads;
+static int timings;
+static const ss_opt opts[] = {
+	{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "Hugging Face model folder", NULL},
+	{"ids", 0, SS_OPT_STRING, &ids_path, "FILE", "token ids, whitespace-separated (\"-\" = stdin)", NULL},
+	{"output", 'o', SS_OPT_STRING, &out_path, "OUT.h5", "output file (default: image on a stdout pipe)", NULL},
+	{"acts", 0, SS_OPT_STRING, &acts_opt, "LIST", "store resid,attn_out,mlp_in,mlp_out", NULL},
+	{"layers", 0, SS_OPT_STRING, &layers_opt, "LIST", "layers of --acts, e.g. 0-10,20 (default all)", NULL},
+	{"threads", 't', SS_OPT_INT, &threads, "N", "threads (default: all processors)", NULL},
+	{"max-memory", 0, SS_OPT_STRING, &max_mem_opt, "SIZE", "refuse runs needing more (default 90% of RAM)", NULL},
+	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings", NULL},
+	{"timings", 0, SS_OPT_FLAG, &timings, NULL, "print times and tokens/s on stderr", NULL},
+	{0},
+};
+static const ss_prog prog = {
+	PROG,
+	"-m DIR --ids FILE [-o OUT.h5] [--acts LIST] [--layers LIST] [-t N] "
+	"[--max-memory SIZE] [--positions warn|refuse] [--timings]",
+	"record the activations of a model over a token sequence", opts};
+
+/* ---- input --------------------------------------------------------------- */
+
+/* The token sequence.  All input handling is here (text input extends it). */
+static int read_input(const char *path, int32_t **ids, long *T, ss_err *e)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	const char *name = strcmp(path, "-") ? path : "<stdin>";
+	if (!f)
+		return ss_err_errno(e, errno, "%s", path);
+	long cap = 1024, n = 0, line = 1;
+	int32_t *v = ss_malloc((size_t)cap, sizeof *v, "token ids", e);
+	int rc = v ? 0 : -1;
+	char tok[64];
+	while (!rc) {
+		int ch;
+		while ((ch = getc(f)) != EOF && isspace(ch))
+			line += ch == '\n';
+		if (ch == EOF)
+			break;
+		size_t k = 0;
+		while (ch != EOF && !isspace(ch)) {
+			if (k < sizeof tok - 1)
+				tok[k++] = (char)ch;
+			ch = getc(f);
+		}
+		tok[k] = 0;
+		if (ch == '\n')
+			ungetc(ch, f);
+		long x;
+		if (ss_parse_long(tok, &x) < 0 || x < 0 || x > INT32_MAX) {
+			rc = ss_err_set(e, "%s:%ld: bad token id '%s'", name, line, tok);
+			break;
+		}
+		if (n == cap) {
+			int32_t *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
+			if (!nv) {
+				rc = ss_err_set(e, "%s: out of memory for token ids", name);
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = (int32_t)x;
+	}
+	if (!rc && ferror(f))
+		rc = ss_err_errno(e, errno, "%s", name);
+	if (!rc && n == 0)
+		rc = ss_err_set(e, "%s: no token ids", name);
+	if (f != stdin)
+		fclose(f);
+	if (rc) {
+		free(v);
+		return -1;
+	}
+	*ids = v;
+	*T = n;
+	return 0;
+}
+
+/* ---- options --------------------------------------------------------------- */
+
+/* "0-10,20" or "all" into mask[0..L] (0 = embeddings, for resid only). */
+static int parse_layers(const char *s, long L, unsigned char *mask, ss_err *e)
+{
+	memset(mask, 0, (size_t)L + 1);
+	if (!strcmp(s, "all")) {
+		memset(mask, 1, (size_t)L + 1);
+		return 0;
+	}
+	const char *p = s;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long a = strtol(p, &end, 10), b;
+		if (end == p || errno)
+			return ss_err_status(e, 2, "--layers: bad layer list '%s'", s);
+		b = a;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p || errno)
+				return ss_err_status(e, 2, "--layers: bad layer list '%s'", s);
+		}
+		if (a < 0 || b > L || a > b)
+			return ss_err_status(e, 2, "--layers: layer range %ld-%ld outside 0-%ld", a, b, L);
+		for (long l = a; l <= b; l++)
+			mask[l] = 1;
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return ss_err_status(e, 2, "--layers: bad layer list '%s'", s);
+		p = end;
+	}
+	return 0;
+}
+
+static int parse_acts(const char *s, int on[SS_HOOK_N], ss_err *e)
+{
+	memset(on, 0, sizeof(int) * SS_HOOK_N);
+	if (!s)
+		return 0;
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s", s);
+	for (char *sv, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+		int k = -1;
+		for (int i = 0; i < SS_HOOK_N; i++)
+			if (!strcmp(t, ss_hook_names[i]))
+				k = i;
+		if (!strcmp(t, "all"))
+			for (int i = 0; i < SS_HOOK_N; i++)
+				on[i] = 1;
+		else if (k < 0)
+			return ss_err_status(e, 2, "--acts: unknown component '%s' (resid, attn_out, mlp_in, mlp_out)", t);
+		else
+			on[k] = 1;
+	}
+	return 0;
+}
+
+/* "2G", "512M", "1.5G", "1000000" (bytes; K, M, G, T binary). */
+static int parse_size(const char *s, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (end == s || errno || !(x > 0))
+		return 0;
+	double mul = 1;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': mul = 1024.0; end++; break;
+	case 'M': mul = 1048576.0; end++; break;
+	case 'G': mul = 1073741824.0; end++; break;
+	case 'T': mul = 1099511627776.0; end++; break;
+	}
+	if (*end == 'B' || *end == 'b' || (*end == 'i' && end[1] == 'B' && (end += 1)))
+		end++;
+	*v = x * mul;
+	return *end == 0;
+}
+
+/* ---- capture through the hook --------------------------------------------------- */
+
+typedef struct capture {
+	ss_h5 *h5;
+	long T, D;
+	int on[SS_HOOK_N];
+	unsigned char *mask[SS_HOOK_N]; /* [L+1] layers stored */
+	long *index[SS_HOOK_N];         /* [L+1] row in /acts/<c> */
+	float *buf[SS_HOOK_N];          /* [T, D] the current layer */
+	double write_s;
+	ss_err err;
+} capture;
+
+static int capture_hook(void *ctx, int layer, ss_hook_point what, long t0, long n, float *x, long d)
+{
+	capture *c = ctx;
+	if (c->on[what] && c->mask[what][layer])
+		memcpy(c->buf[what] + t0 * c->D, x, sizeof(float) * (size_t)(n * d));
+	/* resid of the last block ends the layer: every component is complete */
+	if (what != SS_HOOK_RESID || t0 + n != c->T)
+		return 0;
+	double t = ss_now();
+	for (int k = 0; k < SS_HOOK_N; k++)
+		if (c->on[k] && c->mask[k][layer] &&
+		    trace_acts_write(c->h5, ss_hook_names[k], (size_t)c->index[k][layer], c->buf[k], &c->err) < 0)
+			return -1;
+	c->write_s += ss_now() - t;
+	return 0;
+}
+
+typedef struct prog_ctx { ss_progress p; long T; char what[64]; } prog_ctx;
+
+static void on_layer(void *ctx, int done, int L)
+{
+	prog_ctx *pc = ctx;
+	snprintf(pc->what, sizeof pc->what, PROG ": layer %d/%d", done, L);
+	pc->p.what = pc->what;
+	ss_progress_update(&pc->p, (double)done * (double)pc->T / L, (double)pc->T, "tok");
+}
+
+static char *join_argv(int argc, char **argv, ss_err *e)
+{
+	size_t n = 1;
+	for (int i = 0; i < argc; i++)
+		n += 3 + 2 * strlen(argv[i]);
+	char *s = ss_malloc(n, 1, "command", e), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int q = !*a || strpbrk(a, " \t\n'\"\\$`*?;&|<>()") != NULL;
+		if (i)
+			*p++ = ' ';
+		if (q)
+			*p++ = '\'';
+		for (; *a; a++) {
+			if (q && *a == '\'') {
+				memcpy(p, "'\\''", 4);
+				p += 4;
+			} else {
+				*p++ = *a;
+			}
+		}
+		if (q)
+			*p++ = '\'';
+	}
+	*p = 0;
+	return s;
+}
+
+static double gib(double b) { return b / 1073741824.0; }
+
+/* ---- main ------------------------------------------------------------------------- */
+
+static int run(int argc, char **argv, ss_err *e)
+{
+	int on[SS_HOOK_N];
+	double max_mem = 0;
+	if (!model_dir)
+		return ss_err_status(e, 2, "missing -m DIR");
+	if (!ids_path)
+		return ss_err_status(e, 2, "missing --ids FILE");
+	if (parse_acts(acts_opt, on, e) < 0)
+		return -1;
+	if (max_mem_opt && !parse_size(max_mem_opt, &max_mem))
+		return ss_err_status(e, 2, "--max-memory: bad size '%s' (e.g. 20G, 512M)", max_mem_opt);
+	if (strcmp(positions_opt, "warn") && strcmp(positions_opt, "refuse"))
+		return ss_err_status(e, 2, "--positions: expected warn or refuse, not '%s'", positions_opt);
+	if (threads < 0 || threads > 1024)
+		return ss_err_status(e, 2, "--threads: %ld out of range 1-1024", threads);
+	int to_stdout = !out_path || !strcmp(out_path, "-");
+	if (to_stdout && isatty(1))
+		return ss_err_status(e, 2, "refusing to write HDF5 to a terminal: use -o FILE or a pipe");
+	if (!max_mem_opt) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		max_mem = pages > 0 && psz > 0 ? 0.9 * (double)pages * (double)psz : 1e18;
+	}
+	if (threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 0 ? n : 1;
+	}
+
+	int rc = -1;
+	ss_model M;
+	ss_trace tr;
+	int32_t *ids = NULL;
+	long T = 0;
+	ss_h5 *h5 = NULL;
+	ss_fwd *fwd = NULL;
+	capture cap;
+	memset(&cap, 0, sizeof cap);
+	memset(&tr, 0, sizeof tr);
+	char *cmd = NULL;
+	int have_model = 0;
+	if (read_input(ids_path, &ids, &T, e) < 0)
+		return -1;
+	if (model_load(&M, model_dir, e) < 0)
+		goto done;
+	have_model = 1;
+	const ss_config *c = &M.c;
+	long L = c->n_layers, D = c->dim, H = c->n_heads;
+	for (long j = 0; j < T; j++)
+		if (ids[j] >= c->vocab) {
+			ss_err_set(e, "%s: token id %d at position %ld outside the vocabulary (0-%ld)",
+			           strcmp(ids_path, "-") ? ids_path : "<stdin>", ids[j], j, c->vocab - 1);
+			goto done;
+		}
+	if (c->max_pos > 0 && T > c->max_pos) {
+		if (!strcmp(positions_opt, "refuse")) {
+			ss_err_set(e, "%s/config.json:max_position_embeddings: %ld tokens exceed %ld", model_dir, T, c->max_pos);
+			goto done;
+		}
+		ss_warn(PROG, "warning: %ld tokens exceed max_position_embeddings %ld of %s", T, c->max_pos, model_dir);
+	}
+	unsigned char *mask = ss_malloc((size_t)L + 1, 1, "layers", e);
+	if (!mask)
+		goto done;
+	if (parse_layers(layers_opt, L, mask, e) < 0) {
+		free(mask);
+		goto done;
+	}
+	/* memory: forward state, trace, capture buffers, an in-memory image */
+	int n_on = 0;
+	double acts_bytes = 0;
+	for (int k = 0; k < SS_HOOK_N; k++) {
+		if (!on[k])
+			continue;
+		long n_sel = 0;
+		for (long l = k == SS_HOOK_RESID ? 0 : 1; l <= L; l++)
+			n_sel += mask[l];
+		if (!n_sel) {
+			free(mask);
+			ss_err_status(e, 2, "--layers: no layer of %s selected (layer 0 exists only for resid)", ss_hook_names[k]);
+			goto done;
+		}
+		n_on++;
+		acts_bytes += (double)n_sel * (double)T * (double)D * 4;
+	}
+	double need = fwd_memory_estimate(c, T, (int)threads, 0) +
+	              4.0 * (double)T * (double)(4 * L + 2 + L * H) + 4.0 * n_on * (double)T * (double)D +
+	              (to_stdout ? 4.0 * (double)T * (double)(4 * L + 2 + L * H) + acts_bytes : 0);
+	if (need > max_mem) {
+		free(mask);
+		ss_err_set(e, "%s: %ld tokens need about %.2f GiB besides the mapped weights (%.2f GiB), more than --max-memory %.2f GiB",
+		           model_dir, T, gib(need), gib(M.weight_bytes), gib(max_mem));
+		goto done;
+	}
+	/* the trace */
+	if (trace_alloc(&tr, L, T, H, e) < 0) {
+		free(mask);
+		goto done;
+	}
+	memcpy(tr.ids, ids, sizeof(int32_t) * (size_t)T);
+	tr.name = ss_strdup(strcmp(ids_path, "-") ? ids_path : "-", e);
+	cmd = join_argv(argc, argv, e);
+	ss_meta *m = &tr.meta;
+	m->format = SS_FORMAT;
+	m->model = ss_strdup(model_dir, e);
+	m->architecture = ss_strdup(c->arch, e);
+	m->weight_dtype = ss_strdup(M.weight_dtype, e);
+	m->generator = ss_strdup(PROG " " SS_VERSION, e);
+	m->command = cmd ? ss_strdup(cmd, e) : NULL;
+	m->n_layers = L;
+	m->d_model = D;
+	m->n_heads = H;
+	m->n_kv_heads = c->n_kv_heads;
+	m->head_dim = c->head_dim;
+	if (!tr.name || !m->model || !m->architecture || !m->weight_dtype || !m->generator || !m->command) {
+		free(mask);
+		goto done;
+	}
+	if (h5_create(&h5, to_stdout ? "-" : out_path, e) < 0) {
+		free(mask);
+		goto done;
+	}
+	/* capture: /acts/<c> created up front, one layer written at a time */
+	cap.h5 = h5;
+	cap.T = T;
+	cap.D = D;
+	for (int k = 0; k < SS_HOOK_N && n_on; k++) {
+		cap.on[k] = on[k];
+		if (!on[k])
+			continue;
+		cap.mask[k] = ss_calloc((size_t)L + 1, 1, "layers", e);
+		cap.index[k] = ss_calloc((size_t)L + 1, sizeof(long), "layers", e);
+		cap.buf[k] = ss_malloc((size_t)(T * D), sizeof(float), "activations", e);
+		long *sel = ss_malloc((size_t)L + 1, sizeof(long), "layers", e);
+		if (!cap.mask[k] || !cap.index[k] || !cap.buf[k] || !sel) {
+			free(sel);
+			free(mask);
+			goto done;
+		}
+		size_t n_sel = 0;
+		for (long l = k == SS_HOOK_RESID ? 0 : 1; l <= L; l++)
+			if (mask[l]) {
+				cap.mask[k][l] = 1;
+				cap.index[k][l] = (long)n_sel;
+				sel[n_sel++] = l;
+			}
+		int r = trace_acts_create(h5, ss_hook_names[k], sel, n_sel, T, D, e);
+		free(sel);
+		if (r < 0) {
+			free(mask);
+			goto done;
+		}
+	}
+	free(mask);
+
+	prog_ctx pc = {.T = T};
+	ss_progress_start(&pc.p, PROG);
+	ss_fwd_opts fo = {.threads = (int)threads, .hook = n_on ? capture_hook : NULL,
+	                  .hook_ctx = &cap, .progress = on_layer, .progress_ctx = &pc};
+	double t0 = ss_now();
+	if (fwd_create(&fwd, &M, &fo, T, e) < 0)
+		goto done;
+	ss_stats st = {tr.resid_norm, tr.resid_cos0, tr.attn_out_norm, tr.mlp_out_norm, tr.recv};
+	if (fwd_prefill(fwd, ids, T, &st, NULL, e) < 0) {
+		ss_progress_end(&pc.p);
+		if (cap.err.status)   /* the capture hook's own message */
+			*e = cap.err;
+		goto done;
+	}
+	double t1 = ss_now();
+	ss_progress_end(&pc.p);
+	if (trace_write_h5(h5, &tr, e) < 0)
+		goto done;
+	ss_h5 *hh = h5;
+	h5 = NULL;
+	if (h5_commit(hh, e) < 0)
+		goto done;
+	double t2 = ss_now();
+	if (timings)
+		fprintf(stderr, PROG ": %ld tokens, %ld layers, %ld threads: forward %.3f s (%.2f tok/s), "
+		        "of which writing activations %.3f s; compute %.3f s (%.2f tok/s); final write %.3f s\n",
+		        T, L, threads, t1 - t0, (double)T / (t1 - t0), cap.write_s, t1 - t0 - cap.write_s,
+		        (double)T / (t1 - t0 - cap.write_s), t2 - t1);
+	rc = 0;
+done:
+	fwd_free(fwd);
+	h5_close(h5);
+	for (int k = 0; k < SS_HOOK_N; k++) {
+		free(cap.mask[k]);
+		free(cap.index[k]);
+		free(cap.buf[k]);
+	}
+	if (tr.ids)
+		trace_free(&tr);
+	free(cmd);
+	free(ids);
+	if (have_model)
+		model_free(&M);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	ss_err e = {0};
+	ss_signals_install(PROG);
+	int i = ss_opt_parse(&prog, argc, argv, &e);
+	if (i == SS_OPT_EXIT)
+		return ss_close_stdout(&e) < 0 ? (ss_err_print(PROG, &e), 1) : 0;
+	if (i < 0) {
+		ss_err_print(PROG, &e);
+		return e.status ? e.status : 2;
+	}
+	if (i < argc) {
+		ss_err_status(&e, 2, "unexpected operand '%s'", argv[i]);
+		ss_err_print(PROG, &e);
+		return 2;
+	}
+	if (run(argc, argv, &e) < 0) {
+		ss_err_print(PROG, &e);
+		return e.status ? e.status : 1;
+	}
+	if (ss_close_stdout(&e) < 0) {
+		ss_err_print(PROG, &e);
+		return 1;
+	}
+	ss_opt_free();
+	return 0;
+}
