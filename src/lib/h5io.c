@@ -48,26 +48,37 @@ static void quiet(void)
 {
 	static int done;
 	if (!done) {
+		/* no library shutdown at exit: after a failed H5Fclose (full disk)
+		 * HDF5 1.10's own atexit cleanup crashes on the half-closed file */
+		H5dont_atexit();
 		H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 		done = 1;
 	}
 }
 
-/* The innermost (most specific) description on HDF5's error stack. */
+/* The innermost (most specific) description on HDF5's error stack, or,
+ * when one entry carries the system error (the file driver's "errno = 28,
+ * error message = 'No space left on device'"), that one. */
+typedef struct walk_buf { char first[256], sys[256]; } walk_buf;
+
 static herr_t walk_cb(unsigned n, const H5E_error2_t *err, void *data)
 {
-	char *buf = data;
+	walk_buf *b = data;
 	if (n == 0 && err->desc)
-		snprintf(buf, 256, "%s", err->desc);
+		snprintf(b->first, sizeof b->first, "%s", err->desc);
+	if (!b->sys[0] && err->desc && strstr(err->desc, "errno ="))
+		snprintf(b->sys, sizeof b->sys, "%s", err->desc);
 	return 0;
 }
 
 static const char *h5msg(void)
 {
 	static char buf[256];
-	buf[0] = '\0';
-	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, buf);
+	walk_buf b;
+	b.first[0] = b.sys[0] = '\0';
+	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &b);
 	H5Eclear2(H5E_DEFAULT);
+	snprintf(buf, sizeof buf, "%s", b.sys[0] ? b.sys : b.first);
 	return buf;
 }
 

@@ -321,6 +321,8 @@ int st_open_dir(st_set *s, const char *dir, ss_err *e)
 	if (!ipath)
 		goto done;
 	if (access(ipath, F_OK) == 0) {
+		if (!(s->index = ss_strdup(ipath, e)))
+			goto done;
 		json_error_t je;
 		idx = json_load_file(ipath, 0, &je);
 		if (!idx) {
@@ -410,6 +412,7 @@ void st_close(st_set *s)
 	}
 	free(s->maps);
 	free(s->dir);
+	free(s->index);
 	memset(s, 0, sizeof *s);
 }
 
@@ -444,7 +447,7 @@ int st_bind(st_set *s, const char *name, int rank, const long *shape, const st_t
 {
 	st_tensor *t = (st_tensor *)st_find(s, name);
 	if (!t) {
-		const char *where = s->nmaps == 1 ? s->maps[0].path : s->dir ? s->dir : "?";
+		const char *where = s->index ? s->index : s->nmaps == 1 ? s->maps[0].path : s->dir ? s->dir : "?";
 		return ss_err_set(e, "%s:%s: missing tensor", where, name);
 	}
 	int ok = t->rank == rank;

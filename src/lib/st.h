@@ -42,6 +42,7 @@ typedef struct st_map {
 
 typedef struct st_set {
 	char *dir;
+	char *index;     /* path of model.safetensors.index.json, or NULL */
 	st_map *maps;     /* [nmaps] */
 	int nmaps;
 	st_tensor *t;     /* [n], sorted by name */
