@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -251,6 +252,14 @@ static char *join_argv(int argc, char **argv, ss_err *e)
 	return s;
 }
 
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+	       (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 static double gib(double b) { return b / 1073741824.0; }
 
 /* ---- main ------------------------------------------------------------------------- */
@@ -413,7 +422,7 @@ static int run(int argc, char **argv, ss_err *e)
 	ss_progress_start(&pc.p, PROG);
 	ss_fwd_opts fo = {.threads = (int)threads, .hook = n_on ? capture_hook : NULL,
 	                  .hook_ctx = &cap, .progress = on_layer, .progress_ctx = &pc};
-	double t0 = ss_now();
+	double t0 = ss_now(), c0 = cpu_seconds();
 	if (fwd_create(&fwd, &M, &fo, T, e) < 0)
 		goto done;
 	ss_stats st = {tr.resid_norm, tr.resid_cos0, tr.attn_out_norm, tr.mlp_out_norm, tr.recv};
@@ -423,7 +432,7 @@ static int run(int argc, char **argv, ss_err *e)
 			*e = cap.err;
 		goto done;
 	}
-	double t1 = ss_now();
+	double t1 = ss_now(), c1 = cpu_seconds();
 	ss_progress_end(&pc.p);
 	if (trace_write_h5(h5, &tr, e) < 0)
 		goto done;
@@ -434,9 +443,11 @@ static int run(int argc, char **argv, ss_err *e)
 	double t2 = ss_now();
 	if (timings)
 		fprintf(stderr, PROG ": %ld tokens, %ld layers, %ld threads: forward %.3f s (%.2f tok/s), "
-		        "of which writing activations %.3f s; compute %.3f s (%.2f tok/s); final write %.3f s\n",
+		        "of which writing activations %.3f s; compute %.3f s (%.2f tok/s); final write %.3f s; "
+		        "cpu %.3f s (%.2f tok/s per %ld threads)\n",
 		        T, L, threads, t1 - t0, (double)T / (t1 - t0), cap.write_s, t1 - t0 - cap.write_s,
-		        (double)T / (t1 - t0 - cap.write_s), t2 - t1);
+		        (double)T / (t1 - t0 - cap.write_s), t2 - t1, c1 - c0,
+		        (double)T * (double)threads / (c1 - c0), threads);
 	rc = 0;
 done:
 	fwd_free(fwd);

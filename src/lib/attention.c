@@ -11,6 +11,7 @@ typedef struct attn_thread {
 	float *qg, *og;   /* [g * qblock, hd] */
 	float *s;         /* [g * qblock, maxT] */
 	float *csum;      /* [g, maxT] */
+	float *inv;       /* [g * qblock] 1 / softmax denominators */
 	double *acc;      /* [H, maxT] */
 } attn_thread;
 
@@ -30,7 +31,7 @@ struct ss_attn {
 double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock)
 {
 	double g = (double)(c->n_heads / c->n_kv_heads), rows = g * (double)qblock;
-	double per = 4.0 * (2 * rows * (double)c->head_dim + rows * (double)maxT + g * (double)maxT) +
+	double per = 4.0 * (2 * rows * (double)c->head_dim + rows * (double)maxT + g * (double)maxT + rows) +
 	             8.0 * (double)c->n_heads * (double)maxT;
 	return per * (nth < 1 ? 1 : nth);
 }
@@ -44,6 +45,7 @@ void attn_free(ss_attn *a)
 		free(a->th[t].og);
 		free(a->th[t].s);
 		free(a->th[t].csum);
+		free(a->th[t].inv);
 		free(a->th[t].acc);
 	}
 	free(a->th);
@@ -76,6 +78,7 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 		    !(p->og = ss_malloc(rows * (size_t)a->hd, 4, "attention output", e)) ||
 		    !(p->s = ss_malloc(rows * (size_t)maxT, 4, "attention scores", e)) ||
 		    !(p->csum = ss_malloc((size_t)(a->g * maxT), 4, "attention sums", e)) ||
+		    !(p->inv = ss_malloc(rows, 4, "attention sums", e)) ||
 		    !(p->acc = ss_malloc((size_t)(a->H * maxT), 8, "attention received", e)))
 			goto fail;
 	}
@@ -110,16 +113,18 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			long jhi = pos + 1;
 			float *v = row + (jlo - klo);
 			long len = jhi - jlo;
-			/* exact softmax over the visible keys: exp(s - max) / sum */
+			/* exact softmax over the visible keys: exp(s - max) / sum; the
+			 * division is applied to the column sums and to P V's rows */
 			float mx = k_max(v, len);
 			double sum = k_exp_shift(v, len, mx);
-			k_scale(v, len, (float)(1.0 / sum));
+			float inv = (float)(1.0 / sum);
+			p->inv[r * nb + i] = inv;
 			if (jlo > klo)
 				memset(row, 0, sizeof(float) * (size_t)(jlo - klo));
 			if (qe > jhi)
 				memset(row + (jhi - klo), 0, sizeof(float) * (size_t)(qe - jhi));
 			if (want)
-				k_add(p->csum + r * nk + (jlo - klo), v, len);
+				k_axpy(p->csum + r * nk + (jlo - klo), v, len, inv);
 		}
 	if (want)
 		for (long r = 0; r < g; r++) {
@@ -132,9 +137,12 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(g * nb), (int)hd, (int)nk, 1.0f,
 	            p->s, (int)nk, a->vc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->og, (int)hd);
 	for (long r = 0; r < g; r++)
-		for (long i = 0; i < nb; i++)
-			memcpy(a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd, p->og + (r * nb + i) * hd,
-			       (size_t)hd * 4);
+		for (long i = 0; i < nb; i++) {
+			float *o = a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd;
+			const float *src = p->og + (r * nb + i) * hd, s = p->inv[r * nb + i];
+			for (long k = 0; k < hd; k++)
+				o[k] = src[k] * s;
+		}
 }
 
 static void attn_task(void *ctx, int tid, int nth)

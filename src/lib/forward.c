@@ -22,7 +22,7 @@
 
 const char *const ss_hook_names[SS_HOOK_N] = {"resid", "attn_out", "mlp_in", "mlp_out"};
 
-#define QBLOCK 64   /* queries per attention block */
+#define QBLOCK 128  /* queries per attention block */
 
 struct ss_fwd {
 	const ss_model *m;
@@ -206,7 +206,7 @@ double fwd_memory_estimate(const ss_config *c, long T, int threads, long block)
 	long qdim, kvdim, half;
 	dims(c, &qdim, &kvdim, &half);
 	if (block <= 0)
-		block = 256;
+		block = 1024;
 	if (threads < 1)
 		threads = 1;
 	double B = (double)(block < T ? block : T), t = (double)T, D = (double)c->dim;
@@ -228,7 +228,7 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 	if (o)
 		f->o = *o;
 	f->nth = f->o.threads > 0 ? f->o.threads : 1;
-	f->B = f->o.block > 0 ? f->o.block : 256;
+	f->B = f->o.block > 0 ? f->o.block : 1024;
 	if (max_T < 1)
 		max_T = 1;
 	f->maxT = max_T;

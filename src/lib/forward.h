@@ -52,7 +52,7 @@ typedef int (*ss_kv_fn)(void *ctx, int layer, long t0, long n, const float *k, c
 
 typedef struct ss_fwd_opts {
 	int threads;              /* worker threads incl. the caller; <= 0: 1 */
-	long block;               /* tokens per projection/MLP block; 0: 256 */
+	long block;               /* tokens per projection/MLP block; 0: 1024 */
 	ss_hook_fn hook;          /* NULL: no hooks */
 	void *hook_ctx;
 	ss_kv_fn kv;              /* NULL: keys/values dropped after each layer */

@@ -86,6 +86,12 @@ void k_add(float *y, const float *x, long n)
 		y[i] += x[i];
 }
 
+void k_axpy(float *y, const float *x, long n, float a)
+{
+	for (long i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
 void k_scale(float *x, long n, float s)
 {
 	for (long i = 0; i < n; i++)

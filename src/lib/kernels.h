@@ -14,6 +14,8 @@ void k_silu_mul(float *g, const float *u, long n);
 /* x[i] = exp(x[i] - max) for i < n; returns the sum (double) */
 double k_exp_shift(float *x, long n, float max);
 float k_max(const float *x, long n);
+/* y[i] += a * x[i] */
+void k_axpy(float *y, const float *x, long n, float a);
 /* x[i] *= s */
 void k_scale(float *x, long n, float s);
 /* Rotate one head: x[i], x[i+h] for i < h = rotary_dim/2 with cos/sin[h]. */
