@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# actdump on a random model with the exact shapes of Qwen2.5-0.5B (hidden
+# 896, 24 layers, 14 heads, 2 KV heads, head_dim 64, intermediate 4864,
+# vocab 151936, q/k/v bias, tied, bf16), generated into $SS_BUILD/bench
+# (never committed), at T=512 and T=2048 with 2 threads:
+#   - tokens/s with stats only, and with all four components on all layers
+#     (the time spent writing activations is reported apart);
+#   - the tokens/s implied by OpenBLAS's own sgemm GFLOP/s at this model's
+#     shapes, measured in the same run (tests/tools/gemmbench.c; model FLOPs
+#     include attention at that T);
+#   - peak RSS (/usr/bin/time -v);
+#   - the CPU other processes used during each run (from /proc/stat, minus
+#     our own CPU time), in cores; a run with more than 0.25 cores of foreign
+#     load is marked LOADED.  Next to the wall-clock figures, "cpu" figures
+#     divide by our CPU time / threads, which moves less under load.
+# BENCH_T="512 2048 16384" adds the long stats-only run; BENCH_THREADS=N.
+set -u
+: "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BIN:=$SS_ROOT/bin}" "${SS_BUILD:=$SS_ROOT/build}"
+PY=/usr/bin/python3
+B=$SS_BUILD/bench
+M=$B/qwen05-shape
+TH=${BENCH_THREADS:-2}
+mkdir -p "$B"
+if [ ! -f "$M/model.safetensors" ]; then
+	echo "# writing the random Qwen2.5-0.5B-shaped bf16 model to $M (about 1 GB)"
+	$PY "$SS_ROOT/tests/tools/mkmodel.py" --arch qwen2 --layers 24 --hidden 896 --heads 14 \
+		--kv-heads 2 --head-dim 64 --inter 4864 --vocab 151936 --dtype bf16 --tied "$M.tmp" >/dev/null || exit 1
+	# Qwen2.5-0.5B's own position settings
+	$PY -c "
+import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p))
+c.update(max_position_embeddings=32768, rope_theta=1000000.0, sliding_window=32768)
+json.dump(c, open(p, 'w'), indent=2)" "$M.tmp" && mv "$M.tmp" "$M"
+fi
+wbytes=$(stat -c %s "$M/model.safetensors")
+
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }   # user nice system irq softirq
+hz=$(getconf CLK_TCK)
+
+# run NAME T ARGS...: actdump with timings; prints one result line
+run() {
+	local name=$1 T=$2; shift 2
+	local b0 b1 t0 t1
+	b0=$(busy); t0=$(date +%s.%N)
+	/usr/bin/time -v -o "$B/time.txt" "$SS_BIN/actdump" -m "$M" --ids "$B/ids$T" -t "$TH" --timings "$@" \
+		2>"$B/err.txt"
+	local rc=$?
+	t1=$(date +%s.%N); b1=$(busy)
+	if [ $rc -ne 0 ]; then echo "$name T=$T: actdump failed: $(head -2 "$B/err.txt")"; return 1; fi
+	local line rss own
+	line=$(grep '^actdump: ' "$B/err.txt" | tail -1)
+	rss=$(awk -F': ' '/Maximum resident/{print $2}' "$B/time.txt")
+	own=$(awk -F': ' '/User time/{u=$2} /System time/{s=$2} END{print u+s}' "$B/time.txt")
+	echo "$line" | awk -v name="$name" -v T="$T" -v rss="$rss" -v own="$own" -v b0="$b0" -v b1="$b1" \
+		-v hz="$hz" -v t0="$t0" -v t1="$t1" -v imp="$IMPLIED" -v impc="$IMPLIED_CPU" -v w="$wbytes" -v th="$TH" '{
+		for (i = 1; i <= NF; i++) {
+			if ($i == "forward") fw = $(i+1)
+			if ($i == "activations") wr = $(i+1)
+			if ($i == "compute") { comp = $(i+1); tok = substr($(i+2), 2) }
+			if ($i == "cpu") { cpu = $(i+1); tokc = substr($(i+2), 2) }
+		}
+		wall = t1 - t0; foreign = ((b1 - b0) / hz - own) / wall; if (foreign < 0) foreign = 0
+		printf "%-10s T=%-5d  %7.2f tok/s (%5.1f%% of sgemm-implied %.1f)  cpu %7.2f tok/s (%5.1f%% of %.1f)  write %6.2f s  peak RSS %6.0f MiB (weights + %.2f GiB)  foreign load %.2f cores%s\n",
+			name, T, tok, 100 * tok / imp, imp, tokc, 100 * tokc / impc, impc, wr, rss / 1024,
+			(rss * 1024 - w) / 1073741824, foreign, foreign > 0.25 ? "  LOADED" : ""
+	}'
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads"
+echo "# model: $M ($(awk "BEGIN{printf \"%.0f\", $wbytes/1048576}") MiB bf16)"
+for T in ${BENCH_T:-512 2048}; do
+	[ -f "$B/ids$T" ] || $PY -c "
+import numpy as np; r = np.random.default_rng($T)
+print(' '.join(map(str, [1] + list(r.integers(0, 151936, $T - 1)))))" >"$B/ids$T"
+	g=$("$SS_BUILD/tools/gemmbench" "$M" "$T" "$TH")
+	echo "# gemmbench: $g"
+	IMPLIED=$(echo "$g" | sed -n 's/.* implied_tok_s=\([0-9.]*\).*/\1/p')
+	IMPLIED_CPU=$(echo "$g" | sed -n 's/.*implied_tok_s_cpu=\([0-9.]*\).*/\1/p')
+	run stats "$T" -o "$B/stats.h5"
+	rm -f "$B/stats.h5"
+	if [ "$T" -le 4096 ]; then
+		run all-acts "$T" -o "$B/acts.h5" --acts resid,attn_out,mlp_in,mlp_out
+		echo "#            (all-acts file: $(du -m "$B/acts.h5" 2>/dev/null | cut -f1) MiB)"
+		rm -f "$B/acts.h5"
+	fi
+done
+echo "# targets: stats >= 85% of sgemm-implied; all-acts compute within 15% of stats;"
+echo "#   peak RSS < weights + 1.5 GiB at T=2048 (+ 2 GiB stats-only at T=16384);"
+echo "#   llama.cpp BF16 on the issue's quiet machine: 123 tok/s (T=512), 93 (T=2048)"
