@@ -47,6 +47,8 @@ int main(int argc, char **argv)
 		}
 		printf("knn_acc %.10g\nknn_bal %.10g\nsilhouette %.10g\n", s.knn_acc, s.knn_bal,
 		       s.silhouette);
+		free(X);
+		free(lab);
 		return 0;
 	}
 	ss_pca p;
