@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "gen.h"
 #include "sample.h"
+#include "tok.h"
 
 static const struct {
 	const char *name, *pre, *post;
@@ -44,6 +45,18 @@ char *prompt_wrap(ss_prompt_fmt f, const char *text, size_t n, size_t *len, ss_e
 	s[a + n + b] = 0;
 	*len = a + n + b;
 	return s;
+}
+
+int gen_encode_prompt(struct tok *t, ss_prompt_fmt f, const char *text, size_t n,
+                      struct tok_ids *out, ss_err *e)
+{
+	size_t len;
+	char *s = prompt_wrap(f, text, n, &len, e);
+	if (!s)
+		return -1;
+	int rc = tok_encode(t, s, len, f == SS_PF_RAW ? TOK_POST : 0, out, e);
+	free(s);
+	return rc;
 }
 
 static int add_eos(const char *path, json_t *v, int32_t **ids, size_t *n, ss_err *e)

@@ -30,6 +30,14 @@ int prompt_fmt_parse(const char *s, ss_prompt_fmt *f, ss_err *e);
 /* The wrapped text (malloc'd, NUL-terminated, length in *len). */
 char *prompt_wrap(ss_prompt_fmt f, const char *text, size_t n, size_t *len, ss_err *e);
 
+/* Wrap text in format f and encode it with t, appending to out: raw text
+ * with the tokenizer's post-processor (its BOS), a chat format without it
+ * (the template carries its own special tokens). */
+struct tok;
+struct tok_ids;
+int gen_encode_prompt(struct tok *t, ss_prompt_fmt f, const char *text, size_t n,
+                      struct tok_ids *out, ss_err *e);
+
 /* Stop ids: eos_token_id (an integer or a list) of DIR/config.json and,
  * when present, of DIR/generation_config.json.  *ids is malloc'd. */
 int gen_eos_ids(const char *dir, int32_t **ids, size_t *n, ss_err *e);

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "gen.h"
+#include "tok.h"
 
 static const int32_t expect[] = {
 	1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396,
@@ -131,6 +132,51 @@ static void test_formats(void **st)
 	assert_int_equal(prompt_fmt_parse("alpaca", &f, &e), -1);
 }
 
+/* Chat formats encode their special tokens as single ids, with exactly one
+ * BOS where the family has one (none doubled by the post-processor). */
+static void encode_check(const char *tk, const char *fmt, int32_t first, int32_t second,
+                         const char *last_tok)
+{
+	char path[4200];
+	const char *root = getenv("SS_ROOT");
+	snprintf(path, sizeof path, "%s/tests/data/tokenizers/%s/tokenizer.json", root ? root : ".", tk);
+	ss_err e = {0};
+	tok *t = tok_load(path, &e);
+	if (!t)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_non_null(t);
+	ss_prompt_fmt f;
+	assert_int_equal(prompt_fmt_parse(fmt, &f, &e), 0);
+	tok_ids ids = {0};
+	assert_int_equal(gen_encode_prompt(t, f, "Find 2+2.", 9, &ids, &e), 0);
+	assert_true(ids.n > 4);
+	assert_int_equal(ids.v[0], first);
+	if (second >= 0)
+		assert_int_equal(ids.v[1], second);
+	for (size_t i = 1; i < ids.n; i++)
+		assert_true(ids.v[i] != first || f == SS_PF_CHATML);
+	size_t len;
+	const char *s = tok_token(t, ids.v[ids.n - 1], &len);
+	assert_non_null(s);
+	assert_int_equal(len, strlen(last_tok));
+	assert_memory_equal(s, last_tok, len);
+	free(ids.v);
+	tok_free(t);
+}
+
+static void test_encode(void **st)
+{
+	/* Qwen: <|im_start|> 151644, "user"; ends "\n" after assistant */
+	encode_check("qwen3", "chatml", 151644, -1, "\xc4\x8a");
+	/* DeepSeek: BOS 0, <｜User｜> 128803; the V3 tokenizer has no <think>
+	 * token (R1's adds one), so the text ends in ">\n" */
+	encode_check("deepseek_v3", "deepseek-r1", 0, 128803, ">\xc4\x8a");
+	/* Llama 3: <|begin_of_text|> 128000, <|start_header_id|> 128006; ends "\n\n" */
+	encode_check("llama3_1", "llama3", 128000, 128006, "\xc4\x8a\xc4\x8a");
+	/* raw text gets the post-processor's BOS */
+	encode_check("llama3_1", "raw", 128000, -1, ".");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -138,6 +184,7 @@ int main(void)
 		cmocka_unit_test(test_eos),
 		cmocka_unit_test(test_sampled),
 		cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_encode),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
