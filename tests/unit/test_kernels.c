@@ -1,0 +1,236 @@
+/* test_kernels.c - the forward pass's kernels against hand-derived values,
+ * and blocked attention (with its attention-received sums and a sliding
+ * window) against a naive double-precision softmax. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "attention.h"
+#include "forward.h"
+#include "kernels.h"
+#include "pool.h"
+#include "st.h"
+
+#define near(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol) * fmax(1.0, fabs((double)(b))))
+
+static void test_rmsnorm(void **st)
+{
+	/* x = 1,2,3,4: mean(x^2) = 7.5; + eps 0.5 = 8; x / sqrt(8) times w */
+	float x[4] = {1, 2, 3, 4}, w[4] = {1, 1, 2, 0.5f}, o[4];
+	ss_rmsnorm(o, x, w, 4, 0.5);
+	const double r = 1 / sqrt(8.0);
+	near(o[0], 1 * r, 1e-6);
+	near(o[1], 2 * r, 1e-6);
+	near(o[2], 6 * r, 1e-6);
+	near(o[3], 2 * r, 1e-6);
+	/* in place, 19 entries (vector body and tail): all ones -> w */
+	float y[19], v[19];
+	for (int i = 0; i < 19; i++)
+		y[i] = 3, v[i] = (float)i;
+	ss_rmsnorm(y, y, v, 19, 0);
+	for (int i = 0; i < 19; i++)
+		near(y[i], i, 1e-6);
+}
+
+static void test_rope(void **st)
+{
+	/* head_dim 4, theta 10000: inv_freq = 1, 10000^-0.5 = 0.01 */
+	ss_config c = {.head_dim = 4, .rotary_dim = 4, .rope_theta = 10000, .rope_type = SS_ROPE_DEFAULT};
+	float inv[2];
+	ss_rope_inv_freq(&c, inv);
+	near(inv[0], 1.0, 1e-7);
+	near(inv[1], 0.01, 1e-6);
+	/* rotate_half pairs (0,2) and (1,3): x = (1,0,0,1) at position 1 */
+	float x[4] = {1, 0, 0, 1};
+	ss_rope(x, 4, 1, inv);
+	near(x[0], cos(1.0), 1e-6);
+	near(x[2], sin(1.0), 1e-6);
+	near(x[1], -sin(0.01), 1e-6);
+	near(x[3], cos(0.01), 1e-6);
+	/* position 0 is the identity */
+	float y[4] = {0.5f, -1, 2, 3};
+	ss_rope(y, 4, 0, inv);
+	assert_true(y[0] == 0.5f && y[1] == -1 && y[2] == 2 && y[3] == 3);
+	/* partial rotary (Phi-3): only the first rotary_dim entries move */
+	float z[6] = {1, 0, 0, 1, 7, 8};
+	ss_rope(z, 4, 1, inv);
+	assert_true(z[4] == 7 && z[5] == 8);
+	/* linear scaling divides inv_freq by the factor */
+	c.rope_type = SS_ROPE_LINEAR;
+	c.rope_factor = 4;
+	ss_rope_inv_freq(&c, inv);
+	near(inv[0], 0.25, 1e-7);
+	near(inv[1], 0.0025, 1e-6);
+}
+
+static void test_rope_llama3(void **st)
+{
+	/* Llama-3.1: theta 5e5, head_dim 128, factor 8, low 1, high 4, 8192.
+	 * i = 0: wavelength 2 pi < 8192/4: unchanged.  i = 63: inv_freq
+	 * 5e5^(-126/128) = 2.45514e-6, wavelength > 8192: divided by 8.
+	 * i = 30: inv 5e5^(-60/128) = 0.00213112, wavelength 2948.3 in the
+	 * band: s = (8192/2948.3 - 1)/3 = 0.59285, (1-s) inv/8 + s inv. */
+	ss_config c = {.head_dim = 128, .rotary_dim = 128, .rope_theta = 500000, .rope_type = SS_ROPE_LLAMA3,
+	               .rope_factor = 8, .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
+	               .rope_orig_max_pos = 8192};
+	float inv[64];
+	ss_rope_inv_freq(&c, inv);
+	near(inv[0], 1.0, 1e-7);
+	assert_true(fabs(inv[63] - 3.068925877869333e-07) < 1e-6 * 3.07e-7 * 10);
+	assert_true(fabs(inv[30] - 0.0013718936642866317) < 1e-6 * 0.00137 * 10);
+}
+
+static void test_softmax(void **st)
+{
+	float x[3] = {1, 2, 3};
+	double s = ss_softmax(x, 3);
+	near(s, exp(-2.0) + exp(-1.0) + 1, 1e-6);
+	near(x[0], 0.0900305732, 1e-6);
+	near(x[1], 0.2447284711, 1e-6);
+	near(x[2], 0.6652409558, 1e-6);
+	/* no overflow for large scores; 17 entries use the vector body and tail */
+	float y[17];
+	for (int i = 0; i < 17; i++)
+		y[i] = 1000;
+	ss_softmax(y, 17);
+	for (int i = 0; i < 17; i++)
+		near(y[i], 1 / 17.0, 1e-6);
+	/* the vector exp against libm over [-87, 0] */
+	float z[1000], ref[1000];
+	for (int i = 0; i < 1000; i++) {
+		z[i] = -87.0f * (float)i / 999.0f;
+		ref[i] = z[i];
+	}
+	k_exp_shift(z, 1000, 0);
+	for (int i = 0; i < 1000; i++)
+		assert_true(fabs(z[i] - exp((double)ref[i])) <= 4e-7 * exp((double)ref[i]));
+}
+
+static void test_silu(void **st)
+{
+	/* silu(z) = z / (1 + e^-z): silu(1) = 0.7310586, silu(-1) = -0.2689414 */
+	float g[11] = {0, 1, -1, 10, 0, 1, -1, 10, 1, -1, 0}, u[11] = {1, 2, 3, 1, 1, 2, 3, 1, 1, 1, 5};
+	k_silu_mul(g, u, 11);
+	const double want[11] = {0, 1.4621171573, -0.8068243, 9.9995460, 0, 1.4621171573, -0.8068243,
+	                         9.9995460, 0.7310585786, -0.2689414214, 0};
+	for (int i = 0; i < 11; i++)
+		near(g[i], want[i], 1e-6);
+}
+
+static void test_dtypes(void **st)
+{
+	assert_true(st_f16_to_f32(0x3c00) == 1.0f);
+	assert_true(st_f16_to_f32(0xc000) == -2.0f);
+	assert_true(st_f16_to_f32(0x0001) == ldexpf(1, -24));   /* smallest subnormal */
+	assert_true(st_f16_to_f32(0x7bff) == 65504.0f);
+	assert_true(isinf(st_f16_to_f32(0x7c00)));
+	assert_true(isnan(st_f16_to_f32(0x7e00)));
+	assert_true(st_bf16_to_f32(0x3f80) == 1.0f);
+	assert_true(st_bf16_to_f32(0xc0a0) == -5.0f);
+	assert_int_equal(st_f32_to_bf16(1.0f), 0x3f80);
+	assert_int_equal(st_f32_to_bf16(1.00390625f), 0x3f80);   /* halfway: to even */
+	/* the vector paths (19 = 16 + tail) give the scalar results */
+	uint16_t h[19], b[19];
+	for (int i = 0; i < 19; i++) {
+		h[i] = (uint16_t)(0x3c00 + 37 * i);
+		b[i] = (uint16_t)(0x3f80 + 91 * i);
+	}
+	st_tensor th = {.dtype = ST_F16, .n = 19, .data = h}, tb = {.dtype = ST_BF16, .n = 19, .data = b};
+	float fh[19], fb[19];
+	st_to_f32(fh, &th, 0, 19);
+	st_to_f32(fb, &tb, 0, 19);
+	for (int i = 0; i < 19; i++) {
+		assert_true(fh[i] == st_f16_to_f32(h[i]));
+		assert_true(fb[i] == st_bf16_to_f32(b[i]));
+	}
+}
+
+/* naive attention for query position p (absolute), head h */
+static void naive(const ss_config *c, const float *q, long p, long h, const float *K, const float *V,
+                  double *out, double *probs)
+{
+	long hd = c->head_dim, kvd = c->n_kv_heads * hd, kvh = h / (c->n_heads / c->n_kv_heads);
+	long lo = c->sliding_window && p - c->sliding_window + 1 > 0 ? p - c->sliding_window + 1 : 0;
+	double mx = -INFINITY, sum = 0;
+	for (long j = 0; j <= p; j++) {
+		probs[j] = 0;
+		if (j < lo)
+			continue;
+		double s = 0;
+		for (long k = 0; k < hd; k++)
+			s += (double)q[k] * K[j * kvd + kvh * hd + k];
+		probs[j] = s / sqrt((double)hd);
+		mx = fmax(mx, probs[j]);
+	}
+	for (long j = lo; j <= p; j++)
+		sum += (probs[j] = exp(probs[j] - mx));
+	for (long k = 0; k < hd; k++)
+		out[k] = 0;
+	for (long j = lo; j <= p; j++) {
+		probs[j] /= sum;
+		for (long k = 0; k < hd; k++)
+			out[k] += probs[j] * V[j * kvd + kvh * hd + k];
+	}
+}
+
+static void attn_case(long window, int threads, long t0, long n)
+{
+	ss_config c = {.n_heads = 6, .n_kv_heads = 2, .head_dim = 8, .sliding_window = window};
+	long T = t0 + n, H = 6, hd = 8, qd = H * hd, kvd = 2 * hd;
+	float *q = malloc(sizeof(float) * (size_t)(n * qd)), *q0 = malloc(sizeof(float) * (size_t)(n * qd));
+	float *K = malloc(sizeof(float) * (size_t)(T * kvd)), *V = malloc(sizeof(float) * (size_t)(T * kvd));
+	double *rs = calloc((size_t)(H * T), sizeof(double)), *rn = calloc((size_t)(H * T), sizeof(double));
+	unsigned s = 12345;
+	for (long i = 0; i < n * qd; i++)
+		q0[i] = q[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 4 - 2;
+	for (long i = 0; i < T * kvd; i++) {
+		K[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 4 - 2;
+		V[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 2 - 1;
+	}
+	ss_err e = {0};
+	ss_pool *pool;
+	ss_attn *a;
+	assert_int_equal(pool_create(&pool, threads, &e), 0);
+	assert_int_equal(attn_create(&a, &c, T, threads, 16, &e), 0);   /* blocks of 16 queries */
+	assert_int_equal(attn_run(a, pool, q, t0, n, K, V, rs, T, &e), 0);
+	double out[8], *pr = malloc(sizeof(double) * (size_t)T);
+	for (long i = 0; i < n; i++)
+		for (long h = 0; h < H; h++) {
+			naive(&c, q0 + i * qd + h * hd, t0 + i, h, K, V, out, pr);
+			for (long k = 0; k < hd; k++)
+				assert_true(fabs(q[i * qd + h * hd + k] - out[k]) < 2e-6);
+			for (long j = 0; j <= t0 + i; j++)
+				rn[h * T + j] += pr[j];
+		}
+	for (long x = 0; x < H * T; x++)
+		assert_true(fabs(rs[x] - rn[x]) < 1e-6 * fmax(1, rn[x]));
+	free(pr);
+	attn_free(a);
+	pool_free(pool);
+	free(q); free(q0); free(K); free(V); free(rs); free(rn);
+}
+
+static void test_attention(void **st)
+{
+	attn_case(0, 1, 0, 37);     /* prefill, blocks of 16 with a partial one */
+	attn_case(0, 2, 0, 37);
+	attn_case(5, 2, 0, 37);     /* sliding window of 5 */
+	attn_case(0, 2, 20, 7);     /* 7 new queries against 20 cached keys */
+	attn_case(5, 1, 20, 1);     /* one decoded token, windowed */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rmsnorm),   cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_rope_llama3), cmocka_unit_test(test_softmax),
+		cmocka_unit_test(test_silu),      cmocka_unit_test(test_dtypes),
+		cmocka_unit_test(test_attention),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
