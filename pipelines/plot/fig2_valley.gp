@@ -1,6 +1,7 @@
 # Figure 2: the primary sink's strength per layer (sink-score of position 0,
 # mean over traces; the "valley") over the histogram of secondary l_start.
-# Inputs: d/primary.tsv (layer score), d/lstart_hist.tsv (l_start count)
+# Inputs: d/primary.tsv (layer score), d/lstart_hist.tsv (l_start count; hist=0
+# when there is no secondary episode: the curve alone)
 load dir.'/common.gp'
 set title title1 noenhanced
 set xlabel 'layer'
@@ -11,6 +12,11 @@ set y2tics
 set y2range [0:*]
 set style fill solid 0.4 noborder
 set boxwidth 0.8
-set key top right
+set key below
+if (hist) {
 plot d.'/lstart_hist.tsv' using "l_start":"count" axes x1y2 with boxes lc rgb '#d95f02' title 'secondary l\_start', \
      d.'/primary.tsv' using "layer":"score" with linespoints pt 7 ps 0.6 lw 2 lc rgb '#1b4f8a' title 'primary sink-score'
+} else {
+unset y2tics; unset y2label
+plot d.'/primary.tsv' using "layer":"score" with linespoints pt 7 ps 0.6 lw 2 lc rgb '#1b4f8a' title 'primary sink-score (no secondary episodes)'
+}

@@ -18,7 +18,7 @@ set multiplot layout 1,2 title title1 noenhanced
 set logscale x
 set xlabel '||m[l\_start]|| (MLP output norm)'
 set key top left
-set ylabel 'sink-score at l\_start'
+set ylabel 'sink-score (mean over the episode)'
 plot d.'/episodes.tsv' using "mlp_norm":"score":(lc(column("level"))) with points pt 7 ps 0.6 lc rgb variable notitle, \
      a1 + b1*log(x) lw 2 lc rgb 'black' title sprintf('%.3g + %.3g ln x', a1, b1)
 set ylabel 'lifetime (layers)'

@@ -6,16 +6,16 @@
 w = 1000; h = 450
 load dir.'/common.gp'
 stats d.'/pca.tsv' using "level" nooutput
-lmax = int(STATS_max)
+lmin = int(STATS_min); lmax = int(STATS_max)   # level 0: an l_start outside every level
 set multiplot layout 1,2 title title1 noenhanced
 set xlabel 'principal component'
 set ylabel 'fraction of variance'
 set logscale y
 set key top right
-plot for [L=1:lmax] d.'/pca.tsv' using "component":(column("level")==L ? column("explained") : NaN) \
-     with linespoints pt 7 ps 0.5 lc rgb lcs(L) title sprintf('level %d', L)
+plot for [L=lmin:lmax] d.'/pca.tsv' using "component":(column("level")==L ? column("explained") : NaN) \
+     with linespoints pt 7 ps 0.5 lc rgb lcs(L) title (L ? sprintf('level %d', L) : 'no level')
 unset logscale y
 set ylabel 'MLP gain along the component'
-plot for [L=1:lmax] d.'/pca.tsv' using "component":(column("level")==L ? column("gain") : NaN) \
-     with linespoints pt 7 ps 0.5 lc rgb lcs(L) title sprintf('level %d', L)
+plot for [L=lmin:lmax] d.'/pca.tsv' using "component":(column("level")==L ? column("gain") : NaN) \
+     with linespoints pt 7 ps 0.5 lc rgb lcs(L) title (L ? sprintf('level %d', L) : 'no level')
 unset multiplot

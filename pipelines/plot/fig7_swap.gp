@@ -1,11 +1,12 @@
 # Figure 7: token swapping.  Fraction of future sinks whose sink no longer
 # forms at l_start when one component (rows) at one layer (columns) is
-# replaced by the mean over non-informative non-sink tokens.
+# replaced by the mean over non-informative non-sink tokens (all levels and
+# traces; layer 0 is l_start itself).
 # Input: d/swap.tsv (comp layer suppression), comp 0 resid, 1 attn_out, 2 mlp_out
 h = 320
 load dir.'/common.gp'
 set title title1 noenhanced
-set xlabel 'layer swapped'
+set xlabel 'layer swapped, relative to l\_start'
 set ytics ('resid' 0, 'attn\_out' 1, 'mlp\_out' 2)
 set yrange [-0.5:2.5]
 set cbrange [0:1]
