@@ -9,10 +9,12 @@ set ylabel 'primary sink-score (position 0)'
 set y2label 'secondary episodes starting here'
 set ytics nomirror
 set y2tics
-set y2range [0:*]
+stats (hist ? d.'/lstart_hist.tsv' : d.'/primary.tsv') using 2 nooutput
+set y2range [0:(hist ? STATS_max * 1.25 : 1)]
 set style fill solid 0.4 noborder
 set boxwidth 0.8
-set key below
+set key top center horizontal
+set offsets 0, 0, graph 0.15, 0
 if (hist) {
 plot d.'/lstart_hist.tsv' using "l_start":"count" axes x1y2 with boxes lc rgb '#d95f02' title 'secondary l\_start', \
      d.'/primary.tsv' using "layer":"score" with linespoints pt 7 ps 0.6 lw 2 lc rgb '#1b4f8a' title 'primary sink-score'
