@@ -284,7 +284,8 @@ static int map_file(st_set *s, const char *path, json_t *want, const char *wantf
 
 static int finish(st_set *s, ss_err *e)
 {
-	qsort(s->t, s->n, sizeof *s->t, cmp_tensor);
+	if (s->n > 1) /* s->t is NULL when there is no tensor (qsort needs an array) */
+		qsort(s->t, s->n, sizeof *s->t, cmp_tensor);
 	for (size_t i = 1; i < s->n; i++)
 		if (!strcmp(s->t[i].name, s->t[i - 1].name))
 			return ss_err_set(e, "%s:%s: tensor appears in two files (%s)", s->t[i].file,
