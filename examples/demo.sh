@@ -32,7 +32,8 @@ if [ ! -f "$ORG/config.json" ] || [ examples/organism.yaml -nt "$ORG/config.json
 fi
 $PY tests/tools/bpe_ids.py "$ORG/tokenizer.json" --jsonl "$TRACE" -n $N >"$OUT/organism.ids" || exit 1
 echo "text: the first $N tokens of the first trace in $TRACE"
-echo "\$ actdump -m $ORG --ids $OUT/organism.ids | sinkdetect | tee episodes.tsv | sinklevels"
+echo "\$ actdump -m $ORG --ids $OUT/organism.ids -o $OUT/organism.h5"
+echo "\$ sinkdetect $OUT/organism.h5 > $OUT/organism.episodes.tsv; sinklevels [--fit] $OUT/organism.episodes.tsv"
 "$B/actdump" -m "$ORG" --ids "$OUT/organism.ids" -o "$OUT/organism.h5" || exit 1
 "$B/sinkdetect" "$OUT/organism.h5" >"$OUT/organism.episodes.tsv" || exit 1
 "$B/sinklevels" "$OUT/organism.episodes.tsv" >"$OUT/organism.levels.tsv" || exit 1
@@ -58,7 +59,7 @@ echo "== 2. A real model: stories260k (Llama, 5 layers, TinyStories)"
 S=examples/models/stories260k
 printf '%s\n' "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She ran to get it, but a dog took it first. Lily was sad, but then the dog came back and gave her the ball. They played together all day." >"$OUT/story.txt"
 $PY tests/tools/bpe_ids.py "$S/tokenizer.json" --text "$OUT/story.txt" >"$OUT/story.ids" || exit 1
-echo "\$ actdump -m $S --ids $OUT/story.ids | sinkdetect | sinklevels"
+echo "\$ actdump -m $S --ids $OUT/story.ids -o $OUT/story.h5; sinkdetect $OUT/story.h5 | sinklevels"
 "$B/actdump" -m "$S" --ids "$OUT/story.ids" -o "$OUT/story.h5" || exit 1
 "$B/sinkdetect" "$OUT/story.h5" >"$OUT/story.episodes.tsv" || exit 1
 echo "sink episodes: $(awk -F'\t' 'NR>1 && $5=="primary"' "$OUT/story.episodes.tsv" | wc -l) primary, $(awk -F'\t' 'NR>1 && $5=="secondary"' "$OUT/story.episodes.tsv" | wc -l) secondary"
