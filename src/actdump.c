@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,22 @@ static double cpu_seconds(void)
 
 static double gib(double b) { return b / 1073741824.0; }
 
+/* The weights are mapped: a model file cut short (or unreadable) while we
+ * run faults on the next read.  Say which file, remove the temporary
+ * output, exit 1. */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	const char *p = st_fault_path(si->si_addr);
+	const char *m1 = PROG ": ", *m2 = p ? p : "model file",
+	           *m3 = ": file truncated or unreadable while mapped (SIGBUS); partial output removed\n";
+	ssize_t r = write(2, m1, strlen(m1));
+	r = write(2, m2, strlen(m2));
+	r = write(2, m3, strlen(m3));
+	(void)r;
+	ss_tmp_remove_all();
+	_exit(1);
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 static int run(int argc, char **argv, ss_err *e)
@@ -470,6 +487,12 @@ int main(int argc, char **argv)
 {
 	ss_err e = {0};
 	ss_signals_install(PROG);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 	int i = ss_opt_parse(&prog, argc, argv, &e);
 	if (i == SS_OPT_EXIT)
 		return ss_close_stdout(&e) < 0 ? (ss_err_print(PROG, &e), 1) : 0;

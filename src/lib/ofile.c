@@ -24,11 +24,16 @@ static void put(const char *s)
 	(void)r;
 }
 
-static void on_signal(int sig)
+void ss_tmp_remove_all(void)
 {
 	for (int i = 0; i < MAX_TMP; i++)
 		if (tmp_used[i])
 			unlink(tmp_paths[i]);
+}
+
+static void on_signal(int sig)
+{
+	ss_tmp_remove_all();
 	put(prog_name);
 	put(sig == SIGINT ? ": interrupted (SIGINT)" : sig == SIGTERM ? ": terminated (SIGTERM)"
 	                                                              : ": hung up (SIGHUP)");

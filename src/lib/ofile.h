@@ -20,6 +20,9 @@ void ss_signals_install(const char *prog);
 /* Register/unregister a temporary path for removal on a signal.
  * ss_tmp_register copies the path; returns -1 when the table is full. */
 int ss_tmp_register(const char *path, ss_err *e);
+/* Remove every registered temporary (async-signal-safe: for handlers of
+ * fatal signals such as SIGBUS). */
+void ss_tmp_remove_all(void);
 void ss_tmp_unregister(const char *path);
 
 /* Make a fresh temporary name next to `path` ("DIR/.NAME.tmp.XXXXXX"),

@@ -19,6 +19,39 @@
 #include <immintrin.h>
 #endif
 
+/* Every live mapping, for st_fault_path() (read from signal handlers). */
+#define ST_MAX_REG 256
+static struct { const char *base; size_t size; char path[1024]; } reg[ST_MAX_REG];
+static volatile int reg_on[ST_MAX_REG];
+
+static void reg_add(const void *base, size_t size, const char *path)
+{
+	for (int i = 0; i < ST_MAX_REG; i++)
+		if (!reg_on[i]) {
+			reg[i].base = base;
+			reg[i].size = size;
+			snprintf(reg[i].path, sizeof reg[i].path, "%s", path);
+			reg_on[i] = 1;
+			return;
+		}
+}
+
+static void reg_del(const void *base)
+{
+	for (int i = 0; i < ST_MAX_REG; i++)
+		if (reg_on[i] && reg[i].base == base)
+			reg_on[i] = 0;
+}
+
+const char *st_fault_path(const void *addr)
+{
+	const char *a = addr;
+	for (int i = 0; i < ST_MAX_REG; i++)
+		if (reg_on[i] && a >= reg[i].base && a < reg[i].base + reg[i].size)
+			return reg[i].path;
+	return NULL;
+}
+
 size_t st_dtype_size(st_dtype d) { return d == ST_F32 ? 4 : 2; }
 
 const char *st_dtype_name(st_dtype d)
@@ -153,6 +186,7 @@ static int map_file(st_set *s, const char *path, json_t *want, const char *wantf
 	m->path = ss_strdup(path, e);
 	if (!m->path)
 		return -1;
+	reg_add(base, size, path);
 
 	const unsigned char *b = base;
 	uint64_t hl = 0;
@@ -407,8 +441,10 @@ void st_close(st_set *s)
 		free(s->t[i].name);
 	free(s->t);
 	for (int i = 0; i < s->nmaps; i++) {
-		if (s->maps[i].base)
+		if (s->maps[i].base) {
+			reg_del(s->maps[i].base);
 			munmap(s->maps[i].base, s->maps[i].size);
+		}
 		free(s->maps[i].path);
 	}
 	free(s->maps);

@@ -64,6 +64,10 @@ int st_bind(st_set *s, const char *name, int rank, const long *shape, const st_t
 /* Error naming the first tensor that no st_bind() claimed. */
 int st_check_unused(const st_set *s, ss_err *e);
 
+/* The path of the mapped file holding addr, or NULL: for a SIGBUS handler
+ * (a file truncated while mapped).  Async-signal-safe. */
+const char *st_fault_path(const void *addr);
+
 size_t st_dtype_size(st_dtype d);
 const char *st_dtype_name(st_dtype d);   /* "f32", "f16", "bf16" */
 
