@@ -2,6 +2,8 @@
 """cmp_h5.py - compare a sinkscope HDF5 file with hf_ref.py's output.
 
     cmp_h5.py [--tol T] [--acts c1,c2] [--label NAME] TEST.h5 REF.h5
+    cmp_h5.py --pairs FILE     one comparison per line, tab-separated:
+                               LABEL TOL ACTS(or -) ANYDTYPE(0/1) TEST REF
 
 Prints one line per check, "ok|not ok<TAB>what<TAB>detail", and exits 1 if
 any failed.  Error measures (all must be <= T):
@@ -24,13 +26,31 @@ ATTRS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim")
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("test")
-    ap.add_argument("ref")
+    ap.add_argument("test", nargs="?")
+    ap.add_argument("ref", nargs="?")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--acts", default="")
     ap.add_argument("--label", default="")
     ap.add_argument("--any-dtype", action="store_true", help="accept float64 stats (reference vs reference)")
+    ap.add_argument("--pairs")
     a = ap.parse_args()
+    if not a.pairs:
+        return compare(a)
+    bad = 0
+    for line in open(a.pairs):
+        if not line.strip():
+            continue
+        label, tol, acts, anyd, test, ref = line.rstrip("\n").split("\t")
+        try:
+            bad |= compare(argparse.Namespace(label=label, tol=float(tol), acts="" if acts == "-" else acts,
+                                              any_dtype=anyd == "1", test=test, ref=ref))
+        except Exception as ex:          # a missing or unreadable file: one failed check
+            print("not ok\t%s: read\t%s" % (label, str(ex).splitlines()[0] if str(ex) else type(ex).__name__))
+            bad = 1
+    return bad
+
+
+def compare(a):
     lab = (a.label + ": ") if a.label else ""
     bad = 0
 
