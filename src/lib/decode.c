@@ -56,7 +56,7 @@ static int dec_kv(void *ctx, int layer, long t0, long n, const float *k, const f
 
 double dec_resident_bytes(const ss_model *m)
 {
-	return (double)model_layer_f32_bytes(&m->c) * m->c.n_layers;
+	return (double)model_layer_f32_bytes(&m->c) * m->c.n_layers + 4.0 * m->c.vocab * m->c.dim;
 }
 
 int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_err *e)

@@ -72,7 +72,7 @@ typedef struct ss_dec {
 	int mlp_layer;
 } ss_dec;
 
-/* Bytes of f32 weights that resident decoding holds (all layers). */
+/* Bytes of f32 weights that resident decoding holds (all layers, lm_head). */
 double dec_resident_bytes(const ss_model *m);
 
 /* A dec for sequences of up to cap positions. */

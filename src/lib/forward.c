@@ -37,6 +37,7 @@ struct ss_fwd {
 	float *lw;
 	size_t lwn;             /* floats of one layer's f32 weights */
 	unsigned char *loaded;  /* resident: [L] layer l-1 converted */
+	float *head;            /* resident: lm_head in f32, converted once */
 	float *in_norm, *post_norm;  /* [D] */
 	float *wqkv, *bqkv;          /* [qkvdim, D], [qkvdim] (bias or NULL) */
 	float *wo, *bo;              /* [D, qdim], [D] */
@@ -311,6 +312,7 @@ void fwd_free(ss_fwd *f)
 	free(f->bnorm);
 	free(f->final_norm);
 	free(f->loaded);
+	free(f->head);
 	free(f);
 }
 
@@ -517,7 +519,12 @@ int fwd_logits(ss_fwd *f, const float *x, long n, float *logits, ss_err *e)
 	for (long v0 = 0; v0 < V; v0 += chunk) {
 		long nv = V - v0 < chunk ? V - v0 : chunk;
 		const float *w;
-		if (wb) {
+		if (wb && f->o.resident && !f->head &&
+		    (f->head = malloc(sizeof(float) * (size_t)(V * D))))
+			st_to_f32(f->head, W, 0, V * D);
+		if (f->head) {
+			w = f->head + v0 * D;
+		} else if (wb) {
 			st_to_f32(wb, W, v0 * D, nv * D);
 			w = wb;
 		} else {

@@ -57,8 +57,8 @@ typedef struct ss_fwd_opts {
 	void *hook_ctx;
 	ss_kv_fn kv;              /* NULL: keys/values dropped after each layer */
 	void *kv_ctx;
-	int resident;             /* keep every layer's f32 weights once converted
-	                             (decoding, re-runs): n_layers layer buffers */
+	int resident;             /* keep every layer's f32 weights (and lm_head's)
+	                             once converted (decoding): n_layers layer buffers */
 	void (*progress)(void *ctx, int layers_done, int n_layers); /* NULL: none */
 	void *progress_ctx;
 } ss_fwd_opts;
