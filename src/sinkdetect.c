@@ -90,14 +90,16 @@ static int write_summary(FILE *f, const ss_trace *tr, const ss_episode *ep, size
 	return 0;
 }
 
-/* Write IN's content plus /sinks to OUT (atomically). */
-static int write_h5(ss_h5 *in, const ss_episode *ep, size_t n, long lo, long hi, ss_err *e)
+/* Write the trace (root attributes, /tokens, /stats, /acts) plus /sinks to
+ * OUT (atomically). */
+static int write_h5(ss_h5 *in, const ss_trace *tr, const ss_episode *ep, size_t n, long lo,
+                    long hi, ss_err *e)
 {
 	ss_h5 *o;
-	static const char *const skip[] = {"sinks", NULL};
 	if (h5_create(&o, out_h5, e))
 		return -1;
-	if (h5_copy_all(o, in, skip, 1, e) || sink_episodes_write_h5(o, ep, n, &sp, lo, hi, e)) {
+	if (trace_write_h5(o, tr, e) || h5_copy_attrs(o, in, "/", e) || trace_acts_copy(o, in, e) ||
+	    sink_episodes_write_h5(o, ep, n, &sp, lo, hi, e)) {
 		h5_close(o);
 		return -1;
 	}
@@ -124,7 +126,7 @@ static int run(const char *path, FILE *buf, ss_err *e)
 	if (summary ? write_summary(buf, &tr, ep, n, lo, hi, e)
 	            : (sink_episodes_write_tsv(buf, &tr, ep, n), 0))
 		goto done;
-	if (out_h5 && write_h5(f, ep, n, lo, hi, e))
+	if (out_h5 && write_h5(f, &tr, ep, n, lo, hi, e))
 		goto done;
 	rc = 0;
 done:

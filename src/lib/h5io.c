@@ -59,7 +59,7 @@ static void quiet(void)
 /* The innermost (most specific) description on HDF5's error stack, or,
  * when one entry carries the system error (the file driver's "errno = 28,
  * error message = 'No space left on device'"), that one. */
-typedef struct walk_buf { char first[256], sys[256]; } walk_buf;
+typedef struct walk_buf { char first[1024], sys[1024]; } walk_buf;
 
 static herr_t walk_cb(unsigned n, const H5E_error2_t *err, void *data)
 {
@@ -73,12 +73,23 @@ static herr_t walk_cb(unsigned n, const H5E_error2_t *err, void *data)
 
 static const char *h5msg(void)
 {
-	static char buf[256];
+	static char buf[1024];
 	walk_buf b;
 	b.first[0] = b.sys[0] = '\0';
 	H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_cb, &b);
 	H5Eclear2(H5E_DEFAULT);
 	snprintf(buf, sizeof buf, "%s", b.sys[0] ? b.sys : b.first);
+	/* A failed system call: keep only the system's words, e.g.
+	 * "file write failed: time = ..., errno = 28, error message = 'No space
+	 * left on device', ..." -> "No space left on device". */
+	char *m = strstr(buf, "error message = '");
+	if (m) {
+		m += strlen("error message = '");
+		char *q = strchr(m, '\'');
+		if (q)
+			*q = '\0';
+		memmove(buf, m, strlen(m) + 1);
+	}
 	return buf;
 }
 
@@ -1209,30 +1220,60 @@ int h5_set_attr_str(ss_h5 *f, const char *obj, const char *name, const char *v, 
 	return rc;
 }
 
-/* ---- copying ---------------------------------------------------------- */
+/* ---- listing and copying attributes --------------------------------- */
 
-struct copy_ctx {
-	ss_h5 *src, *dst;
-	const char *const *skip;
-	ss_err *e;
-	int failed;
-};
+struct list_ctx { char **names; size_t n, cap; int failed; };
 
-static herr_t copy_link(hid_t g, const char *name, const H5L_info_t *info, void *data)
+static herr_t list_cb(hid_t g, const char *name, const H5L_info_t *info, void *data)
 {
-	struct copy_ctx *c = data;
-	for (const char *const *k = c->skip; k && *k; k++)
-		if (!strcmp(name, *k))
-			return 0;
-	if (H5Ocopy(g, name, c->dst->fid, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
-		char p[300];
-		snprintf(p, sizeof p, "/%s", name);
-		h5fail(c->e, c->dst, p, "cannot copy object");
+	struct list_ctx *c = data;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 16;
+		char **nn = realloc(c->names, cap * sizeof *nn);
+		if (!nn) {
+			c->failed = 1;
+			return -1;
+		}
+		c->names = nn;
+		c->cap = cap;
+	}
+	if (!(c->names[c->n] = strdup(name))) {
 		c->failed = 1;
 		return -1;
 	}
+	c->n++;
 	return 0;
 }
+
+int h5_list(ss_h5 *f, const char *group, char ***names, size_t *n, ss_err *e)
+{
+	*names = NULL;
+	*n = 0;
+	if (!h5_exists(f, group))
+		return ss_err_set(e, "%s:%s: missing group", f->name, group);
+	hid_t g = H5Gopen2(f->fid, group, H5P_DEFAULT);
+	if (g < 0)
+		return h5fail(e, f, group, "not a group");
+	struct list_ctx c = {0};
+	hsize_t idx = 0;
+	herr_t r = H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &idx, list_cb, &c);
+	H5Gclose(g);
+	if (r < 0 || c.failed) {
+		h5_free_strings(c.names, c.n);
+		return c.failed ? ss_err_set(e, "%s:%s: out of memory", f->name, group)
+		                : h5fail(e, f, group, "cannot list");
+	}
+	*names = c.names;
+	*n = c.n;
+	return 0;
+}
+
+struct copy_ctx {
+	ss_h5 *src, *dst;
+	const char *obj;
+	ss_err *e;
+	int failed;
+};
 
 static herr_t copy_attr(hid_t loc, const char *name, const H5A_info_t *info, void *data)
 {
@@ -1250,9 +1291,10 @@ static herr_t copy_attr(hid_t loc, const char *name, const H5A_info_t *info, voi
 	if (!buf || H5Aread(a, t, buf) < 0)
 		goto done;
 	got = 1;
-	if (H5Aexists(c->dst->fid, name) > 0)
-		H5Adelete(c->dst->fid, name);
-	b = H5Acreate2(c->dst->fid, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+	if (H5Aexists_by_name(c->dst->fid, c->obj, name, H5P_DEFAULT) > 0)
+		H5Adelete_by_name(c->dst->fid, c->obj, name, H5P_DEFAULT);
+	b = H5Acreate_by_name(c->dst->fid, c->obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT,
+	                      H5P_DEFAULT);
 	if (b < 0 || H5Awrite(b, t, buf) < 0)
 		goto done;
 	ok = 1;
@@ -1269,38 +1311,23 @@ done:
 	if (a >= 0)
 		H5Aclose(a);
 	if (!ok) {
-		ss_err_set(c->e, "%s:/: cannot copy attribute '%s' (%s)", c->dst->name, name, h5msg());
+		ss_err_set(c->e, "%s:%s: cannot copy attribute '%s' (%s)", c->dst->name, c->obj, name,
+		           h5msg());
 		c->failed = 1;
 		return -1;
 	}
 	return 0;
 }
 
-int h5_copy_obj(ss_h5 *dst, ss_h5 *src, const char *path, ss_err *e)
+int h5_copy_attrs(ss_h5 *dst, ss_h5 *src, const char *obj, ss_err *e)
 {
-	if (!h5_exists(src, path))
-		return ss_err_set(e, "%s:%s: missing object", src->name, path);
-	hid_t lc = lcpl_intermediate();
-	herr_t r = H5Ocopy(src->fid, path, dst->fid, path, H5P_DEFAULT, lc);
-	if (lc >= 0)
-		H5Pclose(lc);
-	if (r < 0)
-		return h5fail(e, dst, path, "cannot copy object");
-	return 0;
-}
-
-int h5_copy_all(ss_h5 *dst, ss_h5 *src, const char *const *skip, int attrs, ss_err *e)
-{
-	struct copy_ctx c = {src, dst, skip, e, 0};
+	struct copy_ctx c = {src, dst, obj, e, 0};
+	hid_t o = H5Oopen(src->fid, obj, H5P_DEFAULT);
+	if (o < 0)
+		return h5fail(e, src, obj, "cannot open");
 	hsize_t idx = 0;
-	if (attrs)
-		H5Aiterate2(src->fid, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_attr, &c);
-	if (c.failed)
-		return -1;
-	idx = 0;
-	H5Literate(src->fid, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_link, &c);
-	if (c.failed)
-		return -1;
+	H5Aiterate2(o, H5_INDEX_NAME, H5_ITER_INC, &idx, copy_attr, &c);
+	H5Oclose(o);
 	H5Eclear2(H5E_DEFAULT);
-	return 0;
+	return c.failed ? -1 : 0;
 }

@@ -95,11 +95,11 @@ int h5_set_attr_ints(ss_h5 *f, const char *obj, const char *name, size_t n, cons
                      ss_err *e);
 int h5_set_attr_f64(ss_h5 *f, const char *obj, const char *name, double v, ss_err *e);
 
-/* Copy every top-level object of src into dst (a created file), except
- * those named in the NULL-terminated list skip (may be NULL), and, when
- * attrs is set, every root attribute (replacing those of the same name). */
-int h5_copy_all(ss_h5 *dst, ss_h5 *src, const char *const *skip, int attrs, ss_err *e);
-/* Copy one object (dataset or group, with its attributes) to the same path. */
-int h5_copy_obj(ss_h5 *dst, ss_h5 *src, const char *path, ss_err *e);
+/* Names of the links in a group (free with h5_free_strings). */
+int h5_list(ss_h5 *f, const char *group, char ***names, size_t *n, ss_err *e);
+/* Copy every attribute of obj in src to obj in dst (which must exist),
+ * replacing those of the same name.  (Objects are copied by reading and
+ * writing them: libhdf5 1.10's H5Ocopy crashes after a failed write.) */
+int h5_copy_attrs(ss_h5 *dst, ss_h5 *src, const char *obj, ss_err *e);
 
 #endif

@@ -334,3 +334,41 @@ int trace_acts_read(ss_h5 *f, const char *component, long layer, float **x, long
 	*d = (long)dims[2];
 	return 0;
 }
+
+int trace_acts_copy(ss_h5 *dst, ss_h5 *src, ss_err *e)
+{
+	if (!h5_exists(src, "/acts"))
+		return 0;
+	char **names;
+	size_t n;
+	if (h5_list(src, "/acts", &names, &n, e))
+		return -1;
+	int rc = -1;
+	float *buf = NULL;
+	for (size_t i = 0; i < n; i++) {
+		char path[300];
+		snprintf(path, sizeof path, "/acts/%s", names[i]);
+		int rank;
+		size_t dims[H5IO_MAX_RANK];
+		if (h5_shape(src, path, &rank, dims, e))
+			goto done;
+		if (rank != 3) {
+			ss_err_set(e, "%s:%s: rank %d, expected 3 (n_sel x T x d)", h5_name(src), path, rank);
+			goto done;
+		}
+		size_t row = dims[1] * dims[2];
+		free(buf);
+		buf = ss_malloc(row ? row : 1, sizeof(float), path, e);
+		if (!buf || h5_create_f32(dst, path, 3, dims, e) || h5_copy_attrs(dst, src, path, e))
+			goto done;
+		for (size_t k = 0; k < dims[0]; k++)
+			if (h5_read_f32_rows(src, path, k, 1, buf, e) ||
+			    h5_write_f32_rows(dst, path, k, 1, buf, e))
+				goto done;
+	}
+	rc = 0;
+done:
+	free(buf);
+	h5_free_strings(names, n);
+	return rc;
+}

@@ -70,6 +70,8 @@ int trace_acts_create(ss_h5 *f, const char *component, const long *layers, size_
 int trace_acts_write(ss_h5 *f, const char *component, size_t k, const float *x, ss_err *e);
 /* Read the activations of one layer: x is malloc'd [T * d].  Missing
  * component or layer: "FILE:/acts/mlp_in: layer 22 not stored (stored: 1-4)". */
+/* Copy every /acts/<component> of src into dst, one layer at a time. */
+int trace_acts_copy(ss_h5 *dst, ss_h5 *src, ss_err *e);
 int trace_acts_read(ss_h5 *f, const char *component, long layer, float **x, long *T, long *d,
                     ss_err *e);
 

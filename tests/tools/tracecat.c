@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 	if (out) {
 		ss_h5 *g;
 		if (h5_create(&g, out, &e) || trace_write_h5(g, &tr, &e) ||
-		    (h5_exists(f, "/acts") && h5_copy_obj(g, f, "/acts", &e))) {
+		    trace_acts_copy(g, f, &e)) {
 			h5_close(g);
 			ss_err_print("tracecat", &e);
 			return 1;
