@@ -31,7 +31,7 @@ static double o_perp = 30, o_theta = 0.5, o_exag = 12, o_lr = 0, o_tau_cos = NAN
               o_tau_norm = NAN;
 static int o_exact, o_quiet;
 static const char *o_labels, *o_only, *o_classes = "space,punct,digit", *o_out, *o_scan,
-                  *o_init = "pca", *o_lstart, *o_levels;
+                  *o_init = "pca", *o_lstart, *o_levels, *o_search = "auto";
 static int seen_tau_cos, seen_tau_norm;
 
 static const ss_opt opts[] = {
@@ -54,6 +54,7 @@ static const ss_opt opts[] = {
 	{"learning-rate", 0, SS_OPT_DOUBLE, &o_lr, "X", "step size (0 = max(N/12/4, 50))", NULL},
 	{"pca", 0, SS_OPT_INT, &o_pca, "K", "reduce to K PCA dimensions first (50; 0 = off)", NULL},
 	{"init", 0, SS_OPT_STRING, &o_init, "pca|random", "initial layout (pca)", NULL},
+	{"search", 0, SS_OPT_STRING, &o_search, "auto|vptree|blas", "neighbour search (auto: BLAS scan above 10 dims)", NULL},
 	{"seed", 's', SS_OPT_INT, &o_seed, "N", "random seed (1)", NULL},
 	{"threads", 'j', SS_OPT_INT, &o_threads, "N", "threads (all CPUs)", NULL},
 	{"output", 'o', SS_OPT_STRING, &o_out, "FILE.h5", "write the embedding to HDF5", NULL},
@@ -510,6 +511,8 @@ static void params(ss_tsne_params *p, ss_progress *pg)
 	p->pca_dims = (int)o_pca;
 	p->init = strcmp(o_init, "random") ? SS_TSNE_INIT_PCA : SS_TSNE_INIT_RANDOM;
 	p->seed = (uint64_t)o_seed;
+	p->knn_method = !strcmp(o_search, "vptree") ? SS_TSNE_KNN_VPTREE
+	                : !strcmp(o_search, "blas") ? SS_TSNE_KNN_BLAS : SS_TSNE_KNN_AUTO;
 	p->threads = (int)o_threads;
 	p->progress = on_progress;
 	p->progress_ctx = pg;
@@ -737,6 +740,10 @@ int main(int argc, char **argv)
 		o_threads = ss_ncpu();
 	if (strcmp(o_init, "pca") && strcmp(o_init, "random")) {
 		ss_err_status(&e, SS_EXIT_USAGE, "--init: expected pca or random, got '%s'", o_init);
+		goto fail;
+	}
+	if (strcmp(o_search, "auto") && strcmp(o_search, "vptree") && strcmp(o_search, "blas")) {
+		ss_err_status(&e, SS_EXIT_USAGE, "--search: expected auto, vptree or blas, got '%s'", o_search);
 		goto fail;
 	}
 	if (!(o_perp > 0) || o_iter < 1 || o_theta < 0 || o_pca < 0 || o_knn < 1 ||

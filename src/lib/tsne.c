@@ -1,6 +1,7 @@
 /* tsne.c - t-SNE with Barnes-Hut; see tsne.h for the formulas. */
 #include "tsne.h"
 
+#include <cblas.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -329,6 +330,116 @@ done:
 	free(t.tmp);
 	free(t.nodes);
 	return rc;
+}
+
+/* ------------------------------------------------------- kNN by BLAS scan */
+
+#define KB 512 /* query rows per block */
+
+typedef struct scan_ctx {
+	const float *X;
+	long n, d, r0;
+	int k;
+	const float *D;   /* [KB * n] -2 x.y */
+	const double *sq; /* [n] */
+	int32_t *idx;
+	float *dist2;
+} scan_ctx;
+
+static int cmp_nb(double da, int32_t ia, double db, int32_t ib)
+{
+	return da < db || (da == db && ia < ib);
+}
+
+static void scan_chunk(void *c, long lo, long hi, int tid)
+{
+	scan_ctx *x = c;
+	int k = x->k;
+	double *hd = malloc(k * sizeof *hd);
+	int32_t *hi_ = malloc(k * sizeof *hi_);
+	if (!hd || !hi_) {
+		free(hd);
+		free(hi_);
+		return; /* rows stay marked -1; the caller reports it */
+	}
+	for (long r = lo; r < hi; r++) {
+		long i = x->r0 + r;
+		const float *row = x->D + (size_t)r * x->n;
+		heap h = {k, 0, hd, hi_};
+		for (long j = 0; j < x->n; j++) {
+			if (j == i)
+				continue;
+			double d2 = row[j] + x->sq[i] + x->sq[j];
+			if (h.n < k || d2 < h.d[0])
+				heap_push(&h, d2, (int32_t)j);
+		}
+		/* exact distances of the kept ones, sorted by (distance, index) */
+		int32_t *oi = x->idx + (size_t)i * k;
+		float *od = x->dist2 + (size_t)i * k;
+		double ex[512];
+		double *exd = k <= 512 ? ex : malloc(k * sizeof *exd);
+		if (!exd) {
+			oi[0] = -1;
+			continue;
+		}
+		for (int m = 0; m < k; m++) {
+			oi[m] = h.i[m];
+			exd[m] = sqdist(x->X + (size_t)i * x->d, x->X + (size_t)h.i[m] * x->d, x->d);
+		}
+		for (int m = 1; m < k; m++) {
+			double dv = exd[m];
+			int32_t iv = oi[m];
+			int t = m;
+			while (t > 0 && cmp_nb(dv, iv, exd[t - 1], oi[t - 1])) {
+				exd[t] = exd[t - 1];
+				oi[t] = oi[t - 1];
+				t--;
+			}
+			exd[t] = dv;
+			oi[t] = iv;
+		}
+		for (int m = 0; m < k; m++)
+			od[m] = (float)exd[m];
+		if (exd != ex)
+			free(exd);
+	}
+	free(hd);
+	free(hi_);
+}
+
+int tsne_knn_blas(const float *X, long n, long d, int k, int threads, int32_t *idx, float *dist2,
+                  ss_err *e)
+{
+	if (k < 1 || k > n - 1)
+		return ss_err_set(e, "%d neighbours asked among %ld points", k, n);
+	double *sq = ss_malloc(n, sizeof *sq, "row norms", e);
+	float *D = ss_malloc((size_t)KB * n, sizeof *D, "distance block", e);
+	if (!sq || !D) {
+		free(sq);
+		free(D);
+		return -1;
+	}
+	for (long i = 0; i < n; i++) {
+		double s = 0;
+		for (long j = 0; j < d; j++)
+			s += (double)X[(size_t)i * d + j] * X[(size_t)i * d + j];
+		sq[i] = s;
+	}
+	for (size_t i = 0; i < (size_t)n * k; i++)
+		idx[i] = 0;
+	for (long r0 = 0; r0 < n; r0 += KB) {
+		long b = n - r0 < KB ? n - r0 : KB;
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)b, (int)n, (int)d, -2.0f,
+		            X + (size_t)r0 * d, (int)d, X, (int)d, 0.0f, D, (int)n);
+		scan_ctx c = {X, n, d, r0, k, D, sq, idx, dist2};
+		ss_par_for(threads, b, scan_chunk, &c);
+	}
+	free(sq);
+	free(D);
+	for (long i = 0; i < n; i++)
+		if (idx[(size_t)i * k] < 0)
+			return ss_err_set(e, "out of memory in the neighbour search");
+	return 0;
 }
 
 /* ------------------------------------------------------------ calibration */
@@ -1115,6 +1226,9 @@ int tsne_affinities(const float *X, long n, long d, const ss_tsne_params *p, ss_
 	if (p->exact) {
 		dense_ctx c = {X, n, d, idx, d2};
 		ss_par_for(p->threads, n, dense_chunk, &c);
+	} else if (p->knn_method == SS_TSNE_KNN_BLAS || (p->knn_method == SS_TSNE_KNN_AUTO && d > 10)) {
+		if (tsne_knn_blas(X, n, d, (int)k, p->threads, idx, d2, e) < 0)
+			goto done;
 	} else if (tsne_knn(X, n, d, (int)k, p->seed, p->threads, idx, d2, e) < 0) {
 		goto done;
 	}

@@ -44,6 +44,7 @@ typedef struct ss_csr {
 void csr_free(ss_csr *m);
 
 enum { SS_TSNE_INIT_PCA = 0, SS_TSNE_INIT_RANDOM = 1 };
+enum { SS_TSNE_KNN_AUTO = 0, SS_TSNE_KNN_VPTREE = 1, SS_TSNE_KNN_BLAS = 2 };
 
 typedef struct ss_tsne_params {
 	double perplexity;     /* 30 */
@@ -60,6 +61,7 @@ typedef struct ss_tsne_params {
 	uint64_t seed;         /* 1 */
 	int threads;           /* 1 */
 	long kl_exact_max;     /* exact KL up to this N (10000), BH estimate above */
+	int knn_method;        /* SS_TSNE_KNN_AUTO (BLAS scan above 10 dims), _VPTREE, _BLAS */
 	/* optional progress callback: phase name, done / total */
 	void (*progress)(void *ctx, const char *phase, double done, double total);
 	void *progress_ctx;
@@ -83,6 +85,13 @@ typedef struct ss_tsne_info {
  * Vantage-point tree (vantage points drawn from seed); queries in parallel. */
 int tsne_knn(const float *X, long n, long d, int k, uint64_t seed, int threads, int32_t *idx,
              float *dist2, ss_err *e);
+/* The same result by an exhaustive scan: blocks of squared distances
+ * |x|^2 + |y|^2 - 2 x.y from cblas_sgemm, the k smallest per row kept, their
+ * distances then recomputed exactly (double) and sorted by (distance,
+ * index).  In many dimensions a vantage-point tree visits most points
+ * anyway; this does the same work at BLAS speed. */
+int tsne_knn_blas(const float *X, long n, long d, int k, int threads, int32_t *idx, float *dist2,
+                  ss_err *e);
 /* Conditional probabilities P[i*k + m] for the k neighbours of row i with
  * squared distances dist2[i*k + m]; perp (may be NULL) gets exp(H_i). */
 int tsne_calibrate(const float *dist2, long n, int k, double perplexity, int threads,

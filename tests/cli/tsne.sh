@@ -23,6 +23,8 @@ t_eq "same output with 1 and 2 threads" "$a" "$b"
 c=$(tsne -q -n 300 -j 2 --init random -s 2 <"$TMP/m.tsv" | md5sum); d=$(tsne -q -n 300 -j 1 --init random -s 2 <"$TMP/m.tsv" | md5sum)
 t_eq "random init: same output with 1 and 2 threads for one seed" "$c" "$d"
 t_match "another seed, another layout" "^[0-9a-f]+ " "$([ "$c" != "$(tsne -q -n 300 --init random -s 3 <"$TMP/m.tsv" | md5sum)" ] && echo "$c")"
+e1=$(tsne -q -n 300 --search vptree <"$TMP/m.tsv" | md5sum); e2=$(tsne -q -n 300 --search blas <"$TMP/m.tsv" | md5sum)
+t_eq "--search vptree and blas give the same embedding" "$e1" "$e2"
 err=$(tsne -n 300 <"$TMP/m.tsv" 2>&1 >/dev/null)
 t_match "summary line reports the exact KL divergence" "^tsne: 300 points, 10 dims, KL divergence [0-9.]+ \(exact\)" "$err"
 # planted clusters: each point's nearest neighbour in the embedding is of its cluster

@@ -75,6 +75,19 @@ static void test_perplexity(void **s)
 		}
 		free(all);
 	}
+	/* the BLAS scan finds the same neighbours */
+	int32_t *idx2 = malloc(n * k * sizeof *idx2);
+	float *d22 = malloc(n * k * sizeof *d22);
+	assert_int_equal(tsne_knn_blas(X, n, d, k, 2, idx2, d22, &e), 0);
+	long same = 0;
+	for (long i = 0; i < n * k; i++) {
+		same += idx[i] == idx2[i];
+		assert_true(fabs(d2[i] - d22[i]) <= 1e-4 * (1 + d2[i]));
+	}
+	printf("# BLAS scan vs VP tree: %ld of %ld neighbour indices equal, distances within 1e-4\n",
+	       same, n * k);
+	assert_true(same >= n * k - n); /* exact ties may swap */
+	free(idx2), free(d22);
 	for (int t = 0; t < 3; t++) {
 		double target = (double[]){5, 30, 60}[t];
 		assert_int_equal(tsne_calibrate(d2, n, k, target, 2, P, NULL, &e), 0);
