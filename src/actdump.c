@@ -18,18 +18,28 @@
 #include "ofile.h"
 #include "opt.h"
 #include "progress.h"
+#include "tok.h"
 #include "trace.h"
+#include "tsv.h"
 
 #define PROG "actdump"
 
 static const char *model_dir, *ids_path, *out_path, *acts_opt, *layers_opt = "all",
                   *max_mem_opt, *positions_opt = "warn";
-static long threads;
-static int timings;
+static const char *text_path, *jsonl_path, *field_opt, *tok_path;
+static long threads, index_opt;
+static int timings, index_seen, no_bos, tokens_only;
 static const ss_opt opts[] = {
 	{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "Hugging Face model folder", NULL},
 	{"ids", 0, SS_OPT_STRING, &ids_path, "FILE", "token ids, whitespace-separated (\"-\" = stdin)", NULL},
-	{"output", 'o', SS_OPT_STRING, &out_path, "OUT.h5", "output file (default: image on a stdout pipe)", NULL},
+	{"text", 0, SS_OPT_STRING, &text_path, "FILE", "UTF-8 text to tokenize (\"-\" = stdin; or FILE operand)", NULL},
+	{"jsonl", 0, SS_OPT_STRING, &jsonl_path, "FILE", "JSON Lines collection: tokenize --field of each row", NULL},
+	{"field", 0, SS_OPT_STRING, &field_opt, "NAME", "--jsonl: the string field holding the text", NULL},
+	{"index", 0, SS_OPT_INT, &index_opt, "N", "--jsonl: row N only (0-based; default every row)", &index_seen},
+	{"tokenizer", 0, SS_OPT_STRING, &tok_path, "FILE", "tokenizer.json (default DIR/tokenizer.json)", NULL},
+	{"no-bos", 0, SS_OPT_FLAG, &no_bos, NULL, "do not add the post-processor's BOS/EOS", NULL},
+	{"tokens-only", 0, SS_OPT_FLAG, &tokens_only, NULL, "print the tokens as TSV (i id piece) and stop", NULL},
+	{"output", 'o', SS_OPT_STRING, &out_path, "OUT.h5", "output file; with several rows a pattern with %d or {row}", NULL},
 	{"acts", 0, SS_OPT_STRING, &acts_opt, "LIST", "store resid,attn_out,mlp_in,mlp_out", NULL},
 	{"layers", 0, SS_OPT_STRING, &layers_opt, "LIST", "layers of --acts, e.g. 0-10,20 (default all)", NULL},
 	{"threads", 't', SS_OPT_INT, &threads, "N", "threads (default: all processors)", NULL},
@@ -40,8 +50,11 @@ static const ss_opt opts[] = {
 };
 static const ss_prog prog = {
 	PROG,
-	"-m DIR --ids FILE [-o OUT.h5] [--acts LIST] [--layers LIST] [-t N] "
-	"[--max-memory SIZE] [--positions warn|refuse] [--timings]",
+	"-m DIR (--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE) "
+	"[-o OUT.h5] [--tokenizer FILE] [--no-bos] [--acts LIST] [--layers LIST] [-t N] "
+	"[--max-memory SIZE] [--positions warn|refuse] [--timings]\n"
+	"--tokens-only (-m DIR | --tokenizer FILE) [--no-bos] "
+	"(--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE)",
 	"record the activations of a model over a token sequence", opts};
 
 /* ---- input --------------------------------------------------------------- */
@@ -99,6 +112,187 @@ static int read_input(const char *path, int32_t **ids, long *T, ss_err *e)
 	}
 	*ids = v;
 	*T = n;
+	return 0;
+}
+
+/* One token sequence to run: from --ids, a text, or one JSON Lines row. */
+typedef struct seq {
+	int32_t *ids;
+	long T;
+	char *name; /* for messages and /tokens: the file, or FILE:ROW */
+	char *out;  /* output path (NULL: stdout) */
+	long row;   /* JSON Lines row, -1 otherwise */
+} seq;
+
+static void seqs_free(seq *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].ids);
+		free(v[i].name);
+		free(v[i].out);
+	}
+	free(v);
+}
+
+/* The tokenizer: --tokenizer FILE, else DIR/tokenizer.json.  When it is
+ * not required (--ids) and the model folder has none, *t stays NULL. */
+static int load_tok(int required, tok **t, ss_err *e)
+{
+	*t = NULL;
+	char buf[4096];
+	const char *path = tok_path;
+	if (!path) {
+		if (!model_dir)
+			return ss_err_status(e, 2, "--tokens-only needs -m DIR or --tokenizer FILE");
+		snprintf(buf, sizeof buf, "%s/tokenizer.json", model_dir);
+		path = buf;
+		if (!required && access(path, F_OK) != 0)
+			return 0;
+	}
+	*t = tok_load(path, e);
+	return *t ? 0 : -1;
+}
+
+/* "%d" or "{row}" in the -o pattern replaced by the row number. */
+static char *out_name(const char *pat, long row, ss_err *e)
+{
+	const char *a = strstr(pat, "%d"), *b = strstr(pat, "{row}");
+	const char *at = a && (!b || a < b) ? a : b;
+	size_t skip = at == a ? 2 : 5;
+	char num[32];
+	snprintf(num, sizeof num, "%ld", row);
+	size_t n = strlen(pat) + sizeof num;
+	char *s = ss_malloc(n, 1, "output name", e);
+	if (s)
+		snprintf(s, n, "%.*s%s%s", (int)(at - pat), pat, num, at + skip);
+	return s;
+}
+
+static int add_seq(seq **v, size_t *n, const tok_ids *ids, const char *name, long row, ss_err *e)
+{
+	seq *nv = realloc(*v, (*n + 1) * sizeof *nv);
+	if (!nv)
+		return ss_err_set(e, "out of memory");
+	*v = nv;
+	seq *q = &nv[(*n)++];
+	memset(q, 0, sizeof *q);
+	q->row = row;
+	char nb[4200];
+	if (row >= 0)
+		snprintf(nb, sizeof nb, "%s:%ld", name, row);
+	else
+		snprintf(nb, sizeof nb, "%s", name);
+	q->name = ss_strdup(nb, e);
+	q->ids = ss_malloc(ids->n ? ids->n : 1, sizeof *q->ids, "token ids", e);
+	if (!q->name || !q->ids)
+		return -1;
+	memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
+	q->T = (long)ids->n;
+	if (q->T == 0)
+		return ss_err_set(e, "%s: no tokens (empty text%s)", q->name, no_bos ? " and --no-bos" : "");
+	return 0;
+}
+
+/* Every sequence of the run, and the tokenizer (for /tokens/text). */
+static int gather(int argc, char **argv, int opi, seq **v, size_t *n, tok **t, ss_err *e)
+{
+	*v = NULL;
+	*n = 0;
+	*t = NULL;
+	const char *operand = opi < argc ? argv[opi] : NULL;
+	if (opi + 1 < argc)
+		return ss_err_status(e, 2, "unexpected operand '%s'", argv[opi + 1]);
+	int k = !!ids_path + !!text_path + !!jsonl_path + !!operand;
+	if (k != 1)
+		return ss_err_status(e, 2, k ? "give one input: --ids, --text, --jsonl or a FILE operand"
+		                             : "missing input: --ids FILE, --text FILE, --jsonl FILE or FILE");
+	if (jsonl_path && !field_opt)
+		return ss_err_status(e, 2, "--jsonl needs --field NAME");
+	if (!jsonl_path && (field_opt || index_seen))
+		return ss_err_status(e, 2, "--field and --index go with --jsonl");
+	if (index_seen && index_opt < 0)
+		return ss_err_status(e, 2, "--index: %ld is negative", index_opt);
+	if (!tokens_only && !model_dir)
+		return ss_err_status(e, 2, "missing -m DIR");
+	if (ids_path) {
+		int32_t *ids = NULL;
+		long T = 0;
+		if (read_input(ids_path, &ids, &T, e) < 0)
+			return -1;
+		tok_ids a = {ids, (size_t)T, (size_t)T};
+		int r = add_seq(v, n, &a, strcmp(ids_path, "-") ? ids_path : "-", -1, e);
+		free(ids);
+		if (r < 0)
+			return -1;
+		return load_tok(tokens_only, t, e);
+	}
+	if (load_tok(1, t, e) < 0)
+		return -1;
+	int flags = no_bos ? 0 : TOK_POST;
+	tok_ids ids = {0};
+	int rc = 0;
+	if (jsonl_path) {
+		tok_rows rows;
+		if (tok_jsonl_read(jsonl_path, field_opt, index_seen ? index_opt : -1, &rows, e) < 0)
+			return -1;
+		const char *nm = strcmp(jsonl_path, "-") ? jsonl_path : "<stdin>";
+		for (size_t i = 0; i < rows.n && !rc; i++) {
+			ids.n = 0;
+			if (tok_encode(*t, rows.v[i].text, rows.v[i].len, flags, &ids, e) < 0) {
+				ss_err_prefix(e, "%s:%ld: field '%s'", nm, rows.v[i].line, field_opt);
+				rc = -1;
+			} else
+				rc = add_seq(v, n, &ids, nm, rows.v[i].row, e);
+		}
+		tok_rows_free(&rows);
+	} else {
+		const char *path = text_path ? text_path : operand;
+		char *buf;
+		size_t len;
+		if (tok_read_text(path, &buf, &len, e) < 0)
+			return -1;
+		rc = tok_encode(*t, buf, len, flags, &ids, e);
+		free(buf);
+		if (!rc)
+			rc = add_seq(v, n, &ids, strcmp(path, "-") ? path : "<stdin>", -1, e);
+	}
+	free(ids.v);
+	if (rc)
+		return -1;
+	/* outputs: several rows need a pattern */
+	int all_rows = jsonl_path && !index_seen;
+	if (!tokens_only && all_rows) {
+		if (!out_path || (!strstr(out_path, "%d") && !strstr(out_path, "{row}")))
+			return ss_err_status(e, 2, "--jsonl without --index writes one file per row: "
+			                     "give -o PATTERN with %%d or {row}");
+		for (size_t i = 0; i < *n; i++)
+			if (!((*v)[i].out = out_name(out_path, (*v)[i].row, e)))
+				return -1;
+	}
+	return 0;
+}
+
+/* --tokens-only: "i id piece" (or "row i id piece" for every row). */
+static int print_tokens(const seq *v, size_t n, const tok *t, int with_row, ss_err *e)
+{
+	fputs(with_row ? "row\ti\tid\tpiece\n" : "i\tid\tpiece\n", stdout);
+	for (size_t k = 0; k < n; k++) {
+		size_t *off = ss_malloc((size_t)v[k].T + 1, sizeof *off, "token pieces", e);
+		char *p = off ? tok_pieces(t, v[k].ids, (size_t)v[k].T, off, e) : NULL;
+		if (!p) {
+			free(off);
+			return ss_err_prefix(e, "%s", v[k].name);
+		}
+		for (long i = 0; i < v[k].T; i++) {
+			if (with_row)
+				printf("%ld\t", v[k].row);
+			printf("%ld\t%d\t", i, v[k].ids[i]);
+			tsv_put_escaped(stdout, p + off[i], off[i + 1] - off[i]);
+			putchar('\n');
+		}
+		free(p);
+		free(off);
+	}
 	return 0;
 }
 
@@ -281,14 +475,12 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 
 /* ---- main ------------------------------------------------------------------------- */
 
-static int run(int argc, char **argv, ss_err *e)
+/* Options every run shares; checked before any input is read. */
+static int on[SS_HOOK_N];
+static double max_mem;
+
+static int check_opts(ss_err *e)
 {
-	int on[SS_HOOK_N];
-	double max_mem = 0;
-	if (!model_dir)
-		return ss_err_status(e, 2, "missing -m DIR");
-	if (!ids_path)
-		return ss_err_status(e, 2, "missing --ids FILE");
 	if (parse_acts(acts_opt, on, e) < 0)
 		return -1;
 	if (max_mem_opt && !parse_size(max_mem_opt, &max_mem))
@@ -297,9 +489,6 @@ static int run(int argc, char **argv, ss_err *e)
 		return ss_err_status(e, 2, "--positions: expected warn or refuse, not '%s'", positions_opt);
 	if (threads < 0 || threads > 1024)
 		return ss_err_status(e, 2, "--threads: %ld out of range 1-1024", threads);
-	int to_stdout = !out_path || !strcmp(out_path, "-");
-	if (to_stdout && isatty(1))
-		return ss_err_status(e, 2, "refusing to write HDF5 to a terminal: use -o FILE or a pipe");
 	if (!max_mem_opt) {
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 		max_mem = pages > 0 && psz > 0 ? 0.9 * (double)pages * (double)psz : 1e18;
@@ -308,30 +497,34 @@ static int run(int argc, char **argv, ss_err *e)
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? n : 1;
 	}
+	return 0;
+}
 
+/* One sequence through the loaded model into one HDF5 file. */
+static int run_one(int argc, char **argv, ss_model *Mp, const seq *q, const tok *tk, ss_err *e)
+{
+	const char *opath = q->out ? q->out : out_path;
+	int to_stdout = !opath || !strcmp(opath, "-");
+	if (to_stdout && isatty(1))
+		return ss_err_status(e, 2, "refusing to write HDF5 to a terminal: use -o FILE or a pipe");
 	int rc = -1;
-	ss_model M;
+	ss_model M = *Mp; /* shallow copy, read only */
 	ss_trace tr;
-	int32_t *ids = NULL;
-	long T = 0;
+	const int32_t *ids = q->ids;
+	long T = q->T;
 	ss_h5 *h5 = NULL;
 	ss_fwd *fwd = NULL;
 	capture cap;
 	memset(&cap, 0, sizeof cap);
 	memset(&tr, 0, sizeof tr);
 	char *cmd = NULL;
-	int have_model = 0;
-	if (read_input(ids_path, &ids, &T, e) < 0)
-		return -1;
-	if (model_load(&M, model_dir, e) < 0)
-		goto done;
-	have_model = 1;
+	char **pieces = NULL;
 	const ss_config *c = &M.c;
 	long L = c->n_layers, D = c->dim, H = c->n_heads;
 	for (long j = 0; j < T; j++)
 		if (ids[j] >= c->vocab) {
 			ss_err_set(e, "%s: token id %d at position %ld outside the vocabulary (0-%ld)",
-			           strcmp(ids_path, "-") ? ids_path : "<stdin>", ids[j], j, c->vocab - 1);
+			           q->name, ids[j], j, c->vocab - 1);
 			goto done;
 		}
 	if (c->max_pos > 0 && T > c->max_pos) {
@@ -340,6 +533,10 @@ static int run(int argc, char **argv, ss_err *e)
 			goto done;
 		}
 		ss_warn(PROG, "warning: %ld tokens exceed max_position_embeddings %ld of %s", T, c->max_pos, model_dir);
+	}
+	if (tk && tok_piece_strings(tk, ids, (size_t)T, &pieces, e) < 0) {
+		ss_err_prefix(e, "%s", q->name);
+		goto done;
 	}
 	unsigned char *mask = ss_malloc((size_t)L + 1, 1, "layers", e);
 	if (!mask)
@@ -380,7 +577,14 @@ static int run(int argc, char **argv, ss_err *e)
 		goto done;
 	}
 	memcpy(tr.ids, ids, sizeof(int32_t) * (size_t)T);
-	tr.name = ss_strdup(strcmp(ids_path, "-") ? ids_path : "-", e);
+	if (pieces) { /* /tokens/text: the decoded piece of each token */
+		for (long j = 0; j < T; j++) {
+			free(tr.text[j]);
+			tr.text[j] = pieces[j];
+			pieces[j] = NULL;
+		}
+	}
+	tr.name = ss_strdup(q->name, e);
 	cmd = join_argv(argc, argv, e);
 	ss_meta *m = &tr.meta;
 	m->format = SS_FORMAT;
@@ -398,7 +602,7 @@ static int run(int argc, char **argv, ss_err *e)
 		free(mask);
 		goto done;
 	}
-	if (h5_create(&h5, to_stdout ? "-" : out_path, e) < 0) {
+	if (h5_create(&h5, to_stdout ? "-" : opath, e) < 0) {
 		free(mask);
 		goto done;
 	}
@@ -477,9 +681,36 @@ done:
 	if (tr.ids)
 		trace_free(&tr);
 	free(cmd);
-	free(ids);
-	if (have_model)
-		model_free(&M);
+	tok_piece_strings_free(pieces, pieces ? (size_t)T : 0);
+	return rc;
+}
+
+static int run(int argc, char **argv, int opi, ss_err *e)
+{
+	if (check_opts(e) < 0)
+		return -1;
+	seq *v;
+	size_t n;
+	tok *tk;
+	int rc = gather(argc, argv, opi, &v, &n, &tk, e);
+	if (!rc && tokens_only) {
+		if (!tk)
+			rc = ss_err_status(e, 2, "--tokens-only needs a tokenizer: %s/tokenizer.json is absent (use --tokenizer FILE)",
+			                   model_dir);
+		else
+			rc = print_tokens(v, n, tk, jsonl_path && !index_seen, e);
+	} else if (!rc) {
+		ss_model M;
+		if (model_load(&M, model_dir, e) < 0)
+			rc = -1;
+		else {
+			for (size_t i = 0; !rc && i < n; i++)
+				rc = run_one(argc, argv, &M, &v[i], tk, e);
+			model_free(&M);
+		}
+	}
+	seqs_free(v, n);
+	tok_free(tk);
 	return rc;
 }
 
@@ -500,12 +731,7 @@ int main(int argc, char **argv)
 		ss_err_print(PROG, &e);
 		return e.status ? e.status : 2;
 	}
-	if (i < argc) {
-		ss_err_status(&e, 2, "unexpected operand '%s'", argv[i]);
-		ss_err_print(PROG, &e);
-		return 2;
-	}
-	if (run(argc, argv, &e) < 0) {
+	if (run(argc, argv, i, &e) < 0) {
 		ss_err_print(PROG, &e);
 		return e.status ? e.status : 1;
 	}
