@@ -22,7 +22,7 @@
 
 const char *const ss_hook_names[SS_HOOK_N] = {"resid", "attn_out", "mlp_in", "mlp_out"};
 
-#define QBLOCK 128  /* queries per attention block */
+#define QBLOCK 32   /* queries per attention block */
 
 struct ss_fwd {
 	const ss_model *m;

@@ -55,8 +55,8 @@ run() {
 		for (i = 1; i <= NF; i++) {
 			if ($i == "forward") fw = $(i+1)
 			if ($i == "activations") wr = $(i+1)
-			if ($i == "compute") { comp = $(i+1); tok = substr($(i+2), 2) }
-			if ($i == "cpu") { cpu = $(i+1); tokc = substr($(i+2), 2) }
+			if ($i == "compute") { comp = $(i+1); tok = substr($(i+3), 2) + 0 }
+			if ($i == "cpu") { cpu = $(i+1); tokc = substr($(i+3), 2) + 0 }
 		}
 		wall = t1 - t0; foreign = ((b1 - b0) / hz - own) / wall; if (foreign < 0) foreign = 0
 		printf "%-10s T=%-5d  %7.2f tok/s (%5.1f%% of sgemm-implied %.1f)  cpu %7.2f tok/s (%5.1f%% of %.1f)  write %6.2f s  peak RSS %6.0f MiB (weights + %.2f GiB)  foreign load %.2f cores%s\n",
