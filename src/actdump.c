@@ -13,6 +13,7 @@
 
 #include "err.h"
 #include "forward.h"
+#include "gen.h"
 #include "h5io.h"
 #include "model.h"
 #include "ofile.h"
@@ -29,6 +30,11 @@ static const char *model_dir, *ids_path, *out_path, *acts_opt, *layers_opt = "al
 static const char *text_path, *jsonl_path, *field_opt, *tok_path;
 static long threads, index_opt;
 static int timings, index_seen, no_bos, tokens_only;
+/* --generate (gen.h) */
+static long gen_n, gen_seed;
+static double gen_temp = 0, gen_top_p = 1;
+static const char *gen_kv = "f32", *text_out, *prompt_fmt_opt = "raw";
+static ss_prompt_fmt prompt_fmt;
 static const ss_opt opts[] = {
 	{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "Hugging Face model folder", NULL},
 	{"ids", 0, SS_OPT_STRING, &ids_path, "FILE", "token ids, whitespace-separated (\"-\" = stdin)", NULL},
@@ -46,6 +52,13 @@ static const ss_opt opts[] = {
 	{"max-memory", 0, SS_OPT_STRING, &max_mem_opt, "SIZE", "refuse runs needing more (default 90% of RAM)", NULL},
 	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings", NULL},
 	{"timings", 0, SS_OPT_FLAG, &timings, NULL, "print times and tokens/s on stderr", NULL},
+	{"prompt-format", 0, SS_OPT_STRING, &prompt_fmt_opt, "F", "wrap text as raw, chatml, deepseek-r1 or llama3", NULL},
+	{"generate", 0, SS_OPT_INT, &gen_n, "N", "first continue the sequence by up to N tokens (stops at EOS)", NULL},
+	{"temperature", 0, SS_OPT_DOUBLE, &gen_temp, "X", "--generate: sampling temperature (default 0: greedy)", NULL},
+	{"top-p", 0, SS_OPT_DOUBLE, &gen_top_p, "P", "--generate: nucleus sampling mass (default 1: off)", NULL},
+	{"seed", 0, SS_OPT_INT, &gen_seed, "N", "--generate: seed of the sampler (default 0)", NULL},
+	{"kv", 0, SS_OPT_STRING, &gen_kv, "f32|bf16", "--generate: KV cache type (default f32)", NULL},
+	{"text-out", 0, SS_OPT_STRING, &text_out, "FILE", "--generate: write the continuation as text", NULL},
 	{0},
 };
 static const ss_prog prog = {
@@ -54,7 +67,10 @@ static const ss_prog prog = {
 	"[-o OUT.h5] [--tokenizer FILE] [--no-bos] [--acts LIST] [--layers LIST] [-t N] "
 	"[--max-memory SIZE] [--positions warn|refuse] [--timings]\n"
 	"--tokens-only (-m DIR | --tokenizer FILE) [--no-bos] "
-	"(--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE)",
+	"(--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE)\n"
+	"-m DIR (--text FILE | --jsonl FILE --field NAME --index N | --ids FILE | FILE) "
+	"--generate N [--prompt-format F] [--temperature X] [--top-p P] [--seed N] [--kv f32|bf16] "
+	"[--text-out FILE] [-o OUT.h5] [options]",
 	"record the activations of a model over a token sequence", opts};
 
 /* ---- input --------------------------------------------------------------- */
@@ -238,7 +254,9 @@ static int gather(int argc, char **argv, int opi, seq **v, size_t *n, tok **t, s
 		const char *nm = strcmp(jsonl_path, "-") ? jsonl_path : "<stdin>";
 		for (size_t i = 0; i < rows.n && !rc; i++) {
 			ids.n = 0;
-			if (tok_encode(*t, rows.v[i].text, rows.v[i].len, flags, &ids, e) < 0) {
+			if ((prompt_fmt == SS_PF_RAW
+			         ? tok_encode(*t, rows.v[i].text, rows.v[i].len, flags, &ids, e)
+			         : gen_encode_prompt(*t, prompt_fmt, rows.v[i].text, rows.v[i].len, &ids, e)) < 0) {
 				ss_err_prefix(e, "%s:%ld: field '%s'", nm, rows.v[i].line, field_opt);
 				rc = -1;
 			} else
@@ -251,7 +269,8 @@ static int gather(int argc, char **argv, int opi, seq **v, size_t *n, tok **t, s
 		size_t len;
 		if (tok_read_text(path, &buf, &len, e) < 0)
 			return -1;
-		rc = tok_encode(*t, buf, len, flags, &ids, e);
+		rc = prompt_fmt == SS_PF_RAW ? tok_encode(*t, buf, len, flags, &ids, e)
+		                             : gen_encode_prompt(*t, prompt_fmt, buf, len, &ids, e);
 		free(buf);
 		if (!rc)
 			rc = add_seq(v, n, &ids, strcmp(path, "-") ? path : "<stdin>", -1, e);
@@ -489,6 +508,18 @@ static int check_opts(ss_err *e)
 		return ss_err_status(e, 2, "--positions: expected warn or refuse, not '%s'", positions_opt);
 	if (threads < 0 || threads > 1024)
 		return ss_err_status(e, 2, "--threads: %ld out of range 1-1024", threads);
+	if (prompt_fmt_parse(prompt_fmt_opt, &prompt_fmt, e) < 0)
+		return -1;
+	if (prompt_fmt != SS_PF_RAW && ids_path)
+		return ss_err_status(e, 2, "--prompt-format %s wraps text: not with --ids", prompt_fmt_opt);
+	if (gen_n < 0 || !(gen_temp >= 0) || !(gen_top_p > 0 && gen_top_p <= 1) ||
+	    (strcmp(gen_kv, "f32") && strcmp(gen_kv, "bf16")) || (text_out && !gen_n))
+		return ss_err_status(e, 2, "--generate %ld, --temperature %g, --top-p %g, --kv %s%s: "
+		                     "need N >= 0, X >= 0, 0 < P <= 1, f32 or bf16, --text-out with "
+		                     "--generate", gen_n, gen_temp, gen_top_p, gen_kv,
+		                     text_out ? ", --text-out" : "");
+	if (gen_n && jsonl_path && !index_seen)
+		return ss_err_status(e, 2, "--generate continues one sequence: give --jsonl with --index N");
 	if (!max_mem_opt) {
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 		max_mem = pages > 0 && psz > 0 ? 0.9 * (double)pages * (double)psz : 1e18;
@@ -498,6 +529,59 @@ static int check_opts(ss_err *e)
 		threads = n > 0 ? n : 1;
 	}
 	return 0;
+}
+
+/* ---- --generate -------------------------------------------------------- */
+
+/* Continue q's ids with the KV cache (gen.h): q then holds the whole
+ * sequence, *n_new the continuation's length. */
+static int generate(const ss_model *M, seq *q, long *n_new, ss_err *e)
+{
+	ss_dec_opts o = {.threads = (int)threads};
+	if (kv_dtype_parse(gen_kv, &o.kv_dtype, e) < 0)
+		return -1;
+	/* every layer's f32 weights kept when they fit easily: decoding then
+	 * converts nothing per token */
+	o.resident = dec_resident_bytes(M) < 0.5 * max_mem;
+	ss_gen_opts g = {.max_new = gen_n, .temperature = gen_temp, .top_p = gen_top_p,
+	                 .seed = (uint64_t)gen_seed};
+	int32_t *eos = NULL, *out = NULL;
+	size_t ne = 0;
+	long n = 0;
+	ss_dec d;
+	if (gen_eos_ids(model_dir, &eos, &ne, e) < 0)
+		return -1;
+	g.eos = eos;
+	g.n_eos = ne;
+	int rc = dec_create(&d, M, q->T + gen_n, &o, e);
+	if (rc == 0) {
+		rc = gen_run(&d, q->ids, q->T, &g, &out, &n, n_new, e);
+		dec_free(&d);
+	}
+	free(eos);
+	if (rc < 0)
+		return ss_err_prefix(e, "%s", q->name);
+	free(q->ids);
+	q->ids = out;
+	q->T = n;
+	return 0;
+}
+
+/* The continuation as text, decoded by the tokenizer. */
+static int write_text_out(const tok *t, const int32_t *ids, long n, ss_err *e)
+{
+	size_t len;
+	char *s = tok_decode(t, ids, (size_t)n, &len, e);
+	if (!s)
+		return -1;
+	ss_ofile of;
+	int rc = ss_ofile_open(&of, text_out, e);
+	if (rc == 0) {
+		fwrite(s, 1, len, of.f);
+		rc = ss_ofile_commit(&of, e);
+	}
+	free(s);
+	return rc;
 }
 
 /* One sequence through the loaded model into one HDF5 file. */
@@ -704,8 +788,19 @@ static int run(int argc, char **argv, int opi, ss_err *e)
 		if (model_load(&M, model_dir, e) < 0)
 			rc = -1;
 		else {
-			for (size_t i = 0; !rc && i < n; i++)
+			if (gen_n && text_out && !tk)
+				rc = ss_err_set(e, "--text-out needs a tokenizer: %s/tokenizer.json is absent "
+				                "(use --tokenizer FILE)", model_dir);
+			for (size_t i = 0; !rc && i < n; i++) {
+				long n_new = 0;
+				if (gen_n && generate(&M, &v[i], &n_new, e) < 0) {
+					rc = -1;
+					break;
+				}
 				rc = run_one(argc, argv, &M, &v[i], tk, e);
+				if (!rc && text_out)
+					rc = write_text_out(tk, v[i].ids + v[i].T - n_new, n_new, e);
+			}
 			model_free(&M);
 		}
 	}
