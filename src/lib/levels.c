@@ -45,11 +45,12 @@ int ss_linfit(const double *x, const double *y, size_t n, double *slope, double 
 		syy += dy * dy;
 		sxy += dx * dy;
 	}
-	if (!(sxx > 1e-300 * (double)n))
+	/* no spread in x, relative to its size (f32 inputs): no line */
+	if (!(sxx > 1e-10 * (double)n * (mx * mx + 1e-300)) || !(sxx > 0))
 		return -1;
 	*slope = sxy / sxx;
 	*intercept = my - *slope * mx;
-	*r = syy > 0 ? sxy / sqrt(sxx * syy) : 0;
+	*r = syy > 1e-20 * (double)n * (my * my + 1e-300) ? sxy / sqrt(sxx * syy) : 0;
 	return 0;
 }
 

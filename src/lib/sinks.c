@@ -161,7 +161,7 @@ static void fill(const ss_trace *tr, const double *med, ss_episode *ep, long j, 
 	ep->l_start = a;
 	ep->l_end = b;
 	ep->lifetime = b - a + 1;
-	double cs = 0, sc = 0;
+	double cs = 0;
 	for (long l = a; l <= b; l++) {
 		double nrm = tr->resid_norm[(size_t)l * T + j];
 		double r = med[l] > 0 ? nrm / med[l] : INFINITY;
@@ -170,13 +170,21 @@ static void fill(const ss_trace *tr, const double *med, ss_episode *ep, long j, 
 		if (r > ep->norm_ratio)
 			ep->norm_ratio = r;
 		cs += tr->resid_cos0[(size_t)l * T + j];
-		sc += sink_score(tr, l, j);
 	}
 	if (!isfinite(ep->norm_ratio))
 		ep->norm_ratio = 0; /* all-zero layer: no meaningful ratio */
 	ep->cos0 = cs / (double)ep->lifetime;
-	ep->score = sc / (double)ep->lifetime;
-	ep->score_start = sink_score(tr, a, j);
+	/* The attention a state h[l] receives is paid by the next layer, l+1
+	 * (HF: attentions[l] reads hidden_states[l]); layer l's own attention
+	 * reads h[l-1] and cannot see a sink its MLP has just made.  So the
+	 * episode's scores are those of layers l_start+1 .. l_end+1 (up to L);
+	 * an episode that starts at the last layer has no reader: 0. */
+	double sc = 0;
+	long hi = b + 1 <= tr->L ? b + 1 : tr->L, cnt = 0;
+	for (long l = a + 1; l <= hi; l++, cnt++)
+		sc += sink_score(tr, l, j);
+	ep->score = cnt ? sc / (double)cnt : 0;
+	ep->score_start = a < tr->L ? sink_score(tr, a + 1, j) : 0;
 	ep->mlp_norm_start = tr->mlp_out_norm[(size_t)(a - 1) * T + j];
 }
 

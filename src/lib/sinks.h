@@ -50,8 +50,11 @@ typedef struct ss_episode {
 	double peak_norm;     /* max over the episode of ||h[l][pos]|| */
 	double norm_ratio;    /* max over the episode of ||h[l][pos]|| / median_j ||h[l][j]|| */
 	double cos0;          /* mean over the episode of cos(h[l][pos], h[l][0]) */
-	double score;         /* mean sink-score over the episode */
-	double score_start;   /* sink-score at l_start */
+	/* Scores of the attention that reads the sink's states: the sink-score
+	 * of layers l_start+1 .. min(l_end+1, L) (recv rows l_start .. ), 0 when
+	 * l_start = L.  Layer l's own attention reads h[l-1]. */
+	double score;         /* mean over those layers */
+	double score_start;   /* sink-score of layer l_start+1 (recv row l_start) */
 	double mlp_norm_start;/* ||m[l_start][pos]|| (mlp_out_norm row l_start-1) */
 } ss_episode;
 

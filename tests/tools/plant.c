@@ -14,7 +14,8 @@
  *          score_start = 0.05 + c * (x - ln 40) + N(0, 0.002)   (c = --slope-score)
  *   so that both relate log-linearly to the MLP-output norm with the chosen
  *   slopes.  Over the episode: ||h|| = 0.9 ||m||, cos0 in [0.96, 0.995], and
- *   the sink-score falls linearly from score_start to half of it.  Episodes
+ *   the sink-score paid to it (by layers l_start+1 .., recv rows l_start ..)
+ *   falls linearly from score_start to half of it.  Episodes
  *   are clamped to the layers (lifetime >= 1, l_end <= L).
  * - distractors (--distractors of each kind, never sinks): high norm
  *   (10-30x) with cos0 0.75-0.85; and cos0 0.985-0.995 with ordinary norm
@@ -207,7 +208,7 @@ int main(int argc, char **argv)
 	}
 	for (long l = 0; l <= L; l++)
 		tr.resid_cos0[l * T] = 1;
-	pl[np++] = (planted){0, 1, 1, L, 0, tr.mlp_out_norm[0], score[0]};
+	pl[np++] = (planted){0, 1, 1, L, 0, tr.mlp_out_norm[0], score[T] /* read by layer 2 */};
 	if (primary2 > 0) {
 		long j = primary2;
 		for (long l = 2; l <= L; l++) {
@@ -251,8 +252,10 @@ int main(int argc, char **argv)
 			for (long l = s; l < s + life; l++) {
 				tr.resid_norm[l * T + j] = (float)(0.9 * m);
 				tr.resid_cos0[l * T + j] = (float)uab(0.96, 0.995);
-				score[(l - 1) * T + j] =
-				    (float)(sc * (1 - 0.5 * (double)(l - s) / (double)life));
+				/* attention to h[l] is paid by layer l+1: recv row l */
+				if (l < L)
+					score[l * T + j] =
+					    (float)(sc * (1 - 0.5 * (double)(l - s) / (double)life));
 			}
 			int w = (int)(rnd() % 10);
 			free(tr.text[j]);
@@ -260,7 +263,7 @@ int main(int argc, char **argv)
 			tr.ids[j] = 100 + w;
 			/* what is stored is f32: the truth is what the file holds */
 			pl[np++] = (planted){j, 2, s, s + life - 1, v + 1, (double)(float)m,
-			                     (double)score[(s - 1) * T + j]};
+			                     s < L ? (double)score[s * T + j] : 0};
 		}
 	for (long q = 0; q < 2 * distractors; q++) {
 		long j = perm[used++];
