@@ -61,7 +61,7 @@ run() {
 		wall = t1 - t0; foreign = ((b1 - b0) / hz - own) / wall; if (foreign < 0) foreign = 0
 		printf "%-10s T=%-5d  %7.2f tok/s (%5.1f%% of sgemm-implied %.1f)  cpu %7.2f tok/s (%5.1f%% of %.1f)  write %6.2f s  peak RSS %6.0f MiB (weights + %.2f GiB)  foreign load %.2f cores%s\n",
 			name, T, tok, 100 * tok / imp, imp, tokc, 100 * tokc / impc, impc, wr, rss / 1024,
-			(rss * 1024 - w) / 1073741824, foreign, foreign > 0.25 ? "  LOADED" : ""
+			(rss * 1024 - w) / 1073741824, foreign, (foreign > 0.25 ? "  LOADED" : "")
 	}'
 }
 
