@@ -2,20 +2,30 @@
 # The model organism end to end: mkorganism builds it; an independent
 # float64 forward pass (organism_check.py) finds exactly the planted
 # structure; then, once actdump, sinkdetect and sinklevels are built, the
-# pipeline on a real R1-distill trace recovers every planted level exactly
-# and the norm law within 5%.
+# pipeline on a real R1-distill trace (actdump tokenizes the text itself)
+# recovers every planted level exactly, with as many episodes per level as
+# the tokenizer's --tokens-only output has planted tokens, and the norm law
+# within 5%.  Both sides read the first NC characters of the first trace's
+# response (593 tokens).
 . "$(dirname "$0")/../lib.sh"
 P=$SS_BIN/mkorganism
 TR=$SS_ROOT/examples/traces/deepseek-r1-distill-qwen-14b-math.jsonl
-N=600
+NC=1800
 if [ ! -x "$P" ]; then t_skip "organism" "mkorganism not built"; t_done; exit 0; fi
 org=$TMP/org
 t0=$(date +%s)
 t_ok "mkorganism builds the default organism" "$P" -o "$org" "$SS_ROOT/examples/organism.yaml"
 t_ok "... in under 30 s" test $(($(date +%s) - t0)) -lt 30
 truth=$org/truth
-if have_py torch && have_py numpy; then
-	out=$($PY "$SS_ROOT/tests/e2e/organism_check.py" "$org" "$TR" $N 2>&1); rc=$?
+head -n 1 "$TR" | jq -j --argjson n $NC '.response[:$n]' >"$TMP/text.txt"
+if [ -x "$SS_BIN/actdump" ]; then
+	t_ok "actdump --tokens-only on the text" sh -c 'actdump --tokens-only -m "$1" "$2" >"$3"' sh "$org" "$TMP/text.txt" "$TMP/tokens.tsv"
+else
+	t_skip "tokens of the text" "actdump not built yet"
+fi
+N=$(($(wc -l <"$TMP/tokens.tsv" 2>/dev/null || echo 1) - 1))
+if have_py torch && have_py numpy && [ "$N" -gt 0 ]; then
+	out=$($PY "$SS_ROOT/tests/e2e/organism_check.py" "$org" "$TMP/tokens.tsv" 2>&1); rc=$?
 	printf '%s\n' "$out" | grep '^#'
 	while IFS= read -r l; do
 		case $l in
@@ -25,15 +35,19 @@ if have_py torch && have_py numpy; then
 	done <<<"$out"
 	t_eq "float64 reference check exits 0" 0 $rc
 else
-	t_skip "float64 reference check" "no torch/numpy in $PY"
+	t_skip "float64 reference check" "no torch/numpy in $PY, or no tokens"
 fi
 
 # the pipeline, when its programs are built
-if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sinklevels" ] && have_py json; then
-	$PY "$SS_ROOT/tests/e2e/organism_check.py" --ids "$org" "$TR" $N >"$TMP/ids.txt"
+if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sinklevels" ]; then
 	t0=$(date +%s)
-	t_ok "actdump on $N tokens" actdump -m "$org" --ids "$TMP/ids.txt" -o "$TMP/t.h5"
+	t_ok "actdump on the text ($N tokens)" actdump -m "$org" --text "$TMP/text.txt" -o "$TMP/t.h5"
 	t_ok "... in under 20 s" test $(($(date +%s) - t0)) -lt 20
+	want=$(awk -F'\t' 'NR>1{printf "%s ", $2}' "$TMP/tokens.tsv")
+	got=$(h5dump -d /tokens/ids -y -w 0 "$TMP/t.h5" | awk '/DATA \{/{d=1; next} d && /\}/{d=0} d' | tr ',' ' ' | xargs)
+	t_eq "/tokens/ids are the tokenizer's ids" "$(echo $want)" "$got"
+	ne=$(h5dump -d /tokens/text -y -w 0 "$TMP/t.h5" | grep -oE '(^|[ {])""([ ,]|$)' | wc -l)
+	t_eq "/tokens/text is filled (no empty piece)" 0 "$ne"
 	sinkdetect "$TMP/t.h5" >"$TMP/eps.tsv"
 	sinklevels "$TMP/eps.tsv" >"$TMP/levels.tsv"
 	sinklevels --fit "$TMP/eps.tsv" >"$TMP/fit.tsv"
@@ -43,6 +57,12 @@ if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sink
 	want=$(paste <(col "$truth/levels.tsv" l_start) <(col "$truth/levels.tsv" lifetime) | sort -k1,1n -k2,2n | tr '\t\n' ', ')
 	got=$(paste <(col "$TMP/levels.tsv" l_start) <(col "$TMP/levels.tsv" lifetime) | sort -k1,1n -k2,2n | tr '\t\n' ', ')
 	t_eq "sinklevels finds exactly the planted levels (l_start,lifetime)" "$want" "$got"
+	# episodes per level = planted tokens after position 0 in the tokenizer's
+	# output (truth/levels.tsv lists each level's ids)
+	want=$(awk -F'\t' 'NR==FNR { if (FNR>1) { n=split($11, a, ","); for (i=1;i<=n;i++) lev[a[i]]=$2","$3 } next }
+		FNR>2 && ($2 in lev) { c[lev[$2]]++ } END { for (k in c) print k","c[k] }' "$truth/levels.tsv" "$TMP/tokens.tsv" | sort -t, -k1,1n -k2,2n | xargs)
+	got=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++) h[$i]=i; next} {print $h["l_start"]","$h["lifetime"]","$h["count"]}' "$TMP/levels.tsv" | sort -t, -k1,1n -k2,2n | xargs)
+	t_eq "episodes per level (l_start,lifetime,count) = planted tokens in the text" "$want" "$got"
 	slope=$(awk -F'\t' '$1=="ln_norm"{print $3}' "$truth/law.tsv")
 	icpt=$(awk -F'\t' '$1=="ln_norm"{print $4}' "$truth/law.tsv")
 	fs=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++) h[$i]=i; next} $h["scope"]=="all" && $h["y"]=="lifetime"{print $h["slope"]}' "$TMP/fit.tsv")

@@ -3,13 +3,13 @@
 its truth/ tables say, with an independent float64 forward pass of Qwen2
 (the formulas of Hugging Face's modeling_qwen2, eager attention).
 
-    organism_check.py MODEL_DIR TRACE.jsonl [N_TOKENS]
-    organism_check.py --ids MODEL_DIR TRACE.jsonl [N_TOKENS]   print the ids only
+    organism_check.py MODEL_DIR TOKENS
 
-Tokenizes the trace's first "response" with a plain byte-level BPE over the
-folder's tokenizer.json (a rough pre-split; exactness does not matter here,
-only which ids occur), runs the model and checks, with the sink rule of
-DESIGN.md (cos to position 0 > 0.95, norm >= 2 x the layer median):
+TOKENS: the token ids of a text, as `actdump --tokens-only` prints them
+(TSV "i id piece" with a header) or whitespace-separated ids; the
+tokenizer is the C one, so the ids are those actdump runs on.  Runs the
+model on them and checks, with the sink rule of DESIGN.md (cos to
+position 0 > 0.95, norm >= 2 x the layer median):
   - every secondary episode is on a planted token and has its level's
     (l_start, lifetime); every planted token present becomes one;
   - the fit lifetime ~ ln ||m[l_start]|| gives the planted slope/intercept;
@@ -24,11 +24,7 @@ import math
 import sys
 
 import numpy as np
-import os
 import torch
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from bpe_ids import tokenize  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
@@ -99,17 +95,12 @@ def check(desc, cond, diag=""):
 
 
 def main():
-    a = sys.argv[1:]
-    ids_only = a[:1] == ["--ids"]
-    a = a[1:] if ids_only else a
-    md, trace = a[0], a[1]
-    ntok = int(a[2]) if len(a) > 2 else 400
-    tok = json.load(open(md + "/tokenizer.json"))
-    text = json.loads(open(trace).readline())["response"]
-    ids = tokenize(tok, text)[:ntok]
-    if ids_only:
-        print(" ".join(map(str, ids)))
-        return
+    md, tokens = sys.argv[1], sys.argv[2]
+    lines = open(tokens, encoding="utf-8").read().split("\n")
+    if lines[0].split("\t")[:2] == ["i", "id"]:
+        ids = [int(l.split("\t")[1]) for l in lines[1:] if l]
+    else:
+        ids = [int(x) for x in " ".join(lines).split()]
     cfg = json.load(open(md + "/config.json"))
     w = read_st(md + "/model.safetensors")
     levels = tsv(md + "/truth/levels.tsv")
