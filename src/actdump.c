@@ -202,10 +202,10 @@ static int add_seq(seq **v, size_t *n, const tok_ids *ids, const char *name, lon
 	q->ids = ss_malloc(ids->n ? ids->n : 1, sizeof *q->ids, "token ids", e);
 	if (!q->name || !q->ids)
 		return -1;
-	memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
 	q->T = (long)ids->n;
 	if (q->T == 0)
 		return ss_err_set(e, "%s: no tokens (empty text%s)", q->name, no_bos ? " and --no-bos" : "");
+	memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
 	return 0;
 }
 
