@@ -116,8 +116,11 @@ void st_to_f32(float *dst, const st_tensor *t, long off, long n)
 			_mm256_storeu_si256((__m256i *)(d + i), _mm256_slli_epi32(v, 16));
 		}
 #endif
-		for (; i < n; i++)
-			d[i] = (uint32_t)s[i] << 16;
+		for (; i < n; i++) { /* tensor data need not be 2-byte aligned */
+			uint16_t h;
+			memcpy(&h, s + i, sizeof h);
+			d[i] = (uint32_t)h << 16;
+		}
 	} else {
 		const uint16_t *s = (const uint16_t *)t->data + off;
 		long i = 0;
@@ -125,8 +128,11 @@ void st_to_f32(float *dst, const st_tensor *t, long off, long n)
 		for (; i + 8 <= n; i += 8)
 			_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
 #endif
-		for (; i < n; i++)
-			dst[i] = st_f16_to_f32(s[i]);
+		for (; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, s + i, sizeof h);
+			dst[i] = st_f16_to_f32(h);
+		}
 	}
 }
 
