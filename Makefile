@@ -89,6 +89,14 @@ sanitize:
 bench: all
 	@SS_BIN=$(abspath $(BINDIR)) SS_BUILD=$(abspath $(BUILD)) tests/bench/run
 
+# Not part of bench: a random model with Qwen2.5-14B's shapes (29.5 GB, into
+# $(BUILD)/bench, deleted afterwards unless KEEP=1) through actdump, to show
+# that a model larger than memory runs (tests/bench/big/actdump.sh).
+.PHONY: bench-big
+bench-big: all
+	@SS_BIN=$(abspath $(BINDIR)) SS_BUILD=$(abspath $(BUILD)) SS_ROOT=$(CURDIR) SINKSCOPE_NO_PROGRESS=1 \
+	  KEEP=$(KEEP) bash tests/bench/big/actdump.sh
+
 demo: deps all
 	@examples/demo.sh
 

@@ -563,8 +563,13 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 	if (!st)
 		st = &none;
 	float *x = f->x;
+	model_embed_prefetch(f->m, ids, T);
 	if (fwd_embed(f, ids, 0, T, x, e) < 0)
 		return ss_err_prefix(e, "%s", dir);
+	/* weights stream through memory: a layer's pages are read ahead while
+	 * the previous layer computes and leave once converted (model.h) */
+	model_tensor_release(f->m, f->m->embed);
+	model_layer_prefetch(f->m, 1);
 	stats_resid(f, x, T, f->rnorm, NULL);
 	if (check_finite(f->rnorm, T, 0, "resid", 0, e) < 0)
 		return ss_err_prefix(e, "%s", dir);
@@ -574,9 +579,11 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		double *rs = st->recv ? f->recv : NULL;
 		if (rs)
 			memset(rs, 0, sizeof(double) * (size_t)(H * T));
+		model_layer_prefetch(f->m, l + 1);
 		if (layer(f, l, x, 0, T, f->k, f->v, rs, T, st->attn_out_norm ? st->attn_out_norm + (l - 1) * T : NULL,
 		          st->mlp_out_norm ? st->mlp_out_norm + (l - 1) * T : NULL, f->rnorm, e) < 0)
 			return ss_err_prefix(e, "%s", dir);
+		model_layer_release(f->m, l);
 		if (rs)
 			for (long h = 0; h < H; h++)
 				for (long j = 0; j < T; j++)
@@ -587,6 +594,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		if (f->o.progress)
 			f->o.progress(f->o.progress_ctx, l, (int)L);
 	}
+	model_release_all(f->m);
 	if (h_out)
 		memcpy(h_out, x, sizeof(float) * (size_t)(T * f->D));
 	return 0;

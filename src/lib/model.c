@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The architecture table: everything that differs between the supported
  * architectures.  Flags read from config.json (attention_bias, mlp_bias,
@@ -366,10 +367,62 @@ int model_load(ss_model *m, const char *dir, ss_err *e)
 	}
 	snprintf(m->weight_dtype, sizeof m->weight_dtype, "%s",
 	         dt == 99 ? "mixed" : st_dtype_name(dt < 0 ? ST_F32 : (st_dtype)dt));
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	m->drop_cache = pages > 0 && psz > 0 && m->weight_bytes > 0.75 * (double)pages * (double)psz;
 	return 0;
 fail:
 	model_free(m);
 	return -1;
+}
+
+/* The tensors of layer l (1..L) lie in one run per shard (a shard stores
+ * tensors in name order, and "model.layers.L." names sort together): the
+ * span of each run is released or prefetched in one call (st.h says why). */
+static void layer_spans(const ss_model *m, int l, int drop, int prefetch)
+{
+	if (l < 1 || l > m->c.n_layers)
+		return;
+	const ss_layer_w *w = &m->layers[l - 1];
+	const st_tensor *const t[] = {w->in_norm, w->post_norm, w->wq, w->wk, w->wv, w->wqkv,
+	                              w->bq, w->bk, w->bv, w->wo, w->bo, w->q_norm, w->k_norm,
+	                              w->w_gate, w->w_up, w->w_gate_up, w->w_down,
+	                              w->b_gate, w->b_up, w->b_down};
+	enum { N = sizeof t / sizeof t[0] };
+	int done[N] = {0};
+	for (int i = 0; i < N; i++) {
+		if (!t[i] || done[i])
+			continue;
+		const char *lo = t[i]->data, *hi = lo + (size_t)t[i]->n * st_dtype_size(t[i]->dtype);
+		for (int j = i; j < N; j++)   /* the others in the same file */
+			if (t[j] && t[j]->file == t[i]->file) {
+				const char *a = t[j]->data, *z = a + (size_t)t[j]->n * st_dtype_size(t[j]->dtype);
+				lo = a < lo ? a : lo;
+				hi = z > hi ? z : hi;
+				done[j] = 1;
+			}
+		if (prefetch)
+			st_prefetch_range(&m->st, lo, (size_t)(hi - lo));
+		else
+			st_release_range(&m->st, lo, (size_t)(hi - lo), drop);
+	}
+}
+
+void model_layer_release(const ss_model *m, int l) { layer_spans(m, l, m->drop_cache, 0); }
+void model_layer_prefetch(const ss_model *m, int l) { layer_spans(m, l, 0, 1); }
+void model_tensor_release(const ss_model *m, const st_tensor *t)
+{
+	if (t)
+		st_release(&m->st, t, m->drop_cache);
+}
+void model_release_all(const ss_model *m) { st_release_all(&m->st, m->drop_cache); }
+
+void model_embed_prefetch(const ss_model *m, const int32_t *ids, long n)
+{
+	const st_tensor *E = m->embed;
+	size_t row = (size_t)m->c.dim * st_dtype_size(E->dtype);
+	for (long i = 0; i < n; i++)
+		if (ids[i] >= 0 && ids[i] < m->c.vocab)
+			st_prefetch_range(&m->st, (const char *)E->data + (size_t)ids[i] * row, row);
 }
 
 void model_free(ss_model *m)

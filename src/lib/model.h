@@ -93,6 +93,8 @@ typedef struct ss_model {
 	ss_layer_w *layers;          /* [n_layers] */
 	char weight_dtype[8];        /* "bf16", "f16", "f32" or "mixed" */
 	double weight_bytes;         /* bytes of all bound tensors */
+	int drop_cache;              /* weights above 3/4 of the RAM: they cannot stay
+	                                cached, so released layers leave the page cache too */
 } ss_model;
 
 /* Load config.json and bind every tensor by name with dtype and shape
@@ -100,6 +102,19 @@ typedef struct ss_model {
  * and the tensor. */
 int model_load(ss_model *m, const char *dir, ss_err *e);
 void model_free(ss_model *m);
+
+/* Paging of the mapped weights (st.h) for layer-major passes: once a layer
+ * is converted its pages leave the process (and, with m->drop_cache, the
+ * page cache), so a model larger than memory runs with about one layer
+ * mapped; the next layer is read ahead meanwhile.  l is 1..L; out of range:
+ * nothing.  model_release_all: every mapped page (the end of a pass). */
+void model_layer_release(const ss_model *m, int l);
+void model_layer_prefetch(const ss_model *m, int l);
+void model_tensor_release(const ss_model *m, const st_tensor *t);
+void model_release_all(const ss_model *m);
+/* Read ahead exactly the embedding rows of ids[0..n) (otherwise each row's
+ * first fault would read megabytes around it: the kernel's mmap read-around). */
+void model_embed_prefetch(const ss_model *m, const int32_t *ids, long n);
 
 /* Bytes of one layer's weights in f32 (the conversion buffer). */
 size_t model_layer_f32_bytes(const ss_config *c);

@@ -38,6 +38,7 @@ typedef struct st_map {
 	char *path;
 	void *base;
 	size_t size;
+	int fd;           /* kept open for st_release()'s page-cache advice; -1 when closed */
 } st_map;
 
 typedef struct st_set {
@@ -67,6 +68,25 @@ int st_check_unused(const st_set *s, ss_err *e);
 /* The path of the mapped file holding addr, or NULL: for a SIGBUS handler
  * (a file truncated while mapped).  Async-signal-safe. */
 const char *st_fault_path(const void *addr);
+
+/* Paging (a model larger than memory streams through it layer by layer).
+ * st_release_range: drop the pages of [p, p + len) (inside one mapping of
+ * s) from this process (madvise MADV_DONTNEED on the range rounded out to
+ * whole pages), so they no longer count in its RSS; with drop_cache also
+ * from the page cache (posix_fadvise POSIX_FADV_DONTNEED: clean pages, which
+ * mapped weights always are, that no process maps; the kernel keeps a large
+ * folio that reaches past the range, so release whole runs of neighbouring
+ * tensors in one call, and st_release_all() at the end).  The mappings are
+ * read-only and private: a later read faults the same bytes back in from
+ * the file, so results never change, and a page shared with a neighbouring
+ * tensor is simply read again.
+ * st_prefetch_range: start reading [p, p + len) ahead (MADV_WILLNEED, in
+ * pieces the kernel reads whole); it queues the reads and returns.
+ * All are advice: errors are ignored, and so is a range outside s. */
+void st_release_range(const st_set *s, const void *p, size_t len, int drop_cache);
+void st_prefetch_range(const st_set *s, const void *p, size_t len);
+void st_release(const st_set *s, const st_tensor *t, int drop_cache);  /* t's data */
+void st_release_all(const st_set *s, int drop_cache);                   /* every mapping */
 
 size_t st_dtype_size(st_dtype d);
 const char *st_dtype_name(st_dtype d);   /* "f32", "f16", "bf16" */
