@@ -12,7 +12,7 @@ DESTDIR ?=
 BUILD   ?= build
 BINDIR  ?= bin
 CC      ?= cc
-PKGS    := hdf5 openblas lapacke yaml-0.1 jansson libpcre2-8 libutf8proc
+PKGS    := hdf5 openblas lapacke yaml-0.1 jansson yajl libpcre2-8 libutf8proc
 OPT     ?= -O2 -march=x86-64-v3 -g
 CFLAGS  ?= $(OPT)
 SS_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Isrc/lib -pthread \
@@ -33,7 +33,7 @@ MAN5     := $(wildcard man/man5/*.5)
 MAN7     := $(wildcard man/man7/*.7)
 
 DEPS_DEBIAN := build-essential pkg-config libhdf5-dev hdf5-tools libopenblas-dev liblapacke-dev \
-  libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libcmocka-dev \
+  libyaml-dev libjansson-dev libyajl-dev libpcre2-dev libutf8proc-dev libcmocka-dev \
   python3-torch python3-numpy python3-h5py python3-sklearn \
   mandoc gnuplot-nox libxml2-utils valgrind clang libclang-rt-14-dev xz-utils bc bsdextrautils jq
 

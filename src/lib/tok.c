@@ -1,4 +1,4 @@
-/* tok.c - tokenizer.json loading (jansson) and the encode pipeline:
+/* tok.c - tokenizer.json loading (tree from tok_json.c) and the encode pipeline:
  *
  *   text -> split at added tokens (raw contents, longest match)
  *        -> normalizer on each piece between them
@@ -533,31 +533,7 @@ static uint32_t byte_char(int b)
 
 #define PREFETCH 8
 
-/* A merge as "left right" (returns 0) or [left, right] (0); -1 / -2 when
- * malformed in the first / second form. */
-static int merge_strs(json_t *it, const char **a, size_t *al, const char **b, size_t *bl)
-{
-	if (json_is_string(it)) {
-		*a = json_string_value(it);
-		const char *sp = strchr(*a, ' ');
-		if (!sp || strchr(sp + 1, ' '))
-			return -1;
-		*al = (size_t)(sp - *a);
-		*b = sp + 1;
-		*bl = strlen(*b);
-		return 0;
-	}
-	json_t *x = json_array_get(it, 0), *y = json_array_get(it, 1);
-	if (!json_is_array(it) || json_array_size(it) != 2 || !json_is_string(x) || !json_is_string(y))
-		return -2;
-	*a = json_string_value(x);
-	*al = json_string_length(x);
-	*b = json_string_value(y);
-	*bl = json_string_length(y);
-	return 0;
-}
-
-static int load_model(ld *L, json_t *root, json_t *added)
+static int load_model(ld *L, json_t *root, json_t *added, tok_bulk *bk)
 {
 	tok *t = L->t;
 	ss_err *e = L->e;
@@ -567,7 +543,7 @@ static int load_model(ld *L, json_t *root, json_t *added)
 	const char *type = jstr(m, "type");
 	if (!type) {
 		/* old files have no model.type; they are BPE when they have merges */
-		if (!json_object_get(m, "merges"))
+		if (!bk->has_merges && !json_object_get(m, "merges"))
 			return bad(L, "model.type", "missing%s", "");
 	} else if (strcmp(type, "BPE"))
 		return bad(L, "model.type", "unsupported model '%s' (only BPE)", type);
@@ -587,21 +563,15 @@ static int load_model(ld *L, json_t *root, json_t *added)
 	    jbool(L, m, "fuse_unk", 0, "model", &t->fuse_unk) ||
 	    jbool(L, m, "ignore_merges", 0, "model", &t->ignore_merges))
 		return -1;
-	json_t *vocab = json_object_get(m, "vocab");
-	if (!json_is_object(vocab))
+	if (!bk->has_vocab)
 		return bad(L, "model.vocab", "missing or not an object%s", "");
+	if (bk->vocab_bad)
+		return bad(L, "model.vocab", "id of '%s' is not a valid integer", bk->keys.p + bk->vocab_bad_key);
 	/* id range */
 	long long maxid = -1;
-	size_t total = 0;
-	const char *k;
-	json_t *v;
-	json_object_foreach(vocab, k, v) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7ffffff0)
-			return bad(L, "model.vocab", "id of '%s' is not a valid integer", k);
-		if (json_integer_value(v) > maxid)
-			maxid = json_integer_value(v);
-		total += strlen(k) + 1;
-	}
+	for (size_t i = 0; i < bk->n_vocab; i++)
+		if (bk->vocab[i].id > maxid)
+			maxid = bk->vocab[i].id;
 	for (size_t i = 0; i < json_array_size(added); i++) {
 		json_t *a = json_array_get(added, i);
 		json_t *id = json_object_get(a, "id");
@@ -619,42 +589,43 @@ static int load_model(ld *L, json_t *root, json_t *added)
 	t->len = calloc(N, sizeof *t->len);
 	t->is_added = calloc(N, 1);
 	t->remap = malloc(N * sizeof *t->remap);
-	char *arena = malloc(total + 1);
-	t->vocab_arena = arena;
-	if (!t->str || !t->len || !t->is_added || !t->remap || !arena)
+	if (!t->str || !t->len || !t->is_added || !t->remap)
 		return ss_err_set(e, "%s: out of memory for %zu tokens", L->name, N);
 	for (size_t i = 0; i < N; i++)
 		t->remap[i] = (int32_t)i;
-	size_t nv = json_object_size(vocab);
+	size_t nv = bk->n_vocab;
 	if (tok_strmap_init(&t->strs, nv + json_array_size(added), e))
 		return -1;
-	char *ap = arena;
-	int32_t *order = malloc((nv ? nv : 1) * sizeof *order);
-	size_t no = 0;
-	if (!order)
-		return ss_err_set(e, "%s: out of memory", L->name);
-	json_object_foreach(vocab, k, v) {
-		int32_t id = (int32_t)json_integer_value(v);
-		size_t kl = strlen(k);
-		if (t->str[id]) {
-			free(order);
+	/* the keys, NUL-terminated, become the token strings */
+	t->vocab_arena = bk->keys.p;
+	bk->keys = (tok_buf){0};
+	for (size_t j = 0; j < nv; j++) {
+		const tok_bulk_vocab *v = &bk->vocab[j];
+		if (j + PREFETCH < nv) { /* the slots miss the cache: prefetch a few ahead */
+			const tok_bulk_vocab *x = &bk->vocab[j + PREFETCH];
+			__builtin_prefetch(&t->strs.slot[tok_hash(t->vocab_arena + x->off, x->len) & t->strs.mask], 1);
+		}
+		char *k = t->vocab_arena + v->off;
+		if (t->str[v->id]) {
+			if (t->len[v->id] == v->len && !memcmp(t->str[v->id], k, v->len))
+				continue; /* the same key and id again */
 			return bad(L, "model.vocab", "id of '%s' is used twice", k);
 		}
-		memcpy(ap, k, kl + 1);
-		t->str[id] = ap;
-		t->len[id] = (uint32_t)kl;
-		ap += kl + 1;
-		order[no++] = id;
-	}
-	for (size_t j = 0; j < no; j++) { /* prefetching the slots a few ahead */
-		if (j + PREFETCH < no) {
-			int32_t x = order[j + PREFETCH];
-			__builtin_prefetch(&t->strs.slot[tok_hash(t->str[x], t->len[x]) & t->strs.mask], 1);
+		t->str[v->id] = k;
+		t->len[v->id] = v->len;
+		int32_t o = tok_strmap_put(&t->strs, v->id, k, v->len, t->str, t->len);
+		if (o != v->id) {
+			/* a key given twice: the last value wins, as in JSON.parse */
+			t->str[o] = NULL;
+			t->len[o] = 0;
+			uint64_t h = tok_hash(k, v->len);
+			for (size_t sl = h & t->strs.mask; t->strs.slot[sl].id >= 0; sl = (sl + 1) & t->strs.mask)
+				if (t->strs.slot[sl].id == o) {
+					t->strs.slot[sl].id = v->id;
+					break;
+				}
 		}
-		int32_t id = order[j];
-		tok_strmap_put(&t->strs, id, t->str[id], t->len[id], t->str, t->len);
 	}
-	free(order);
 	if (t->byte_level) {
 		for (int b = 0; b < 256; b++) {
 			tok_buf c = {0};
@@ -671,48 +642,42 @@ static int load_model(ld *L, json_t *root, json_t *added)
 		}
 	}
 	/* merges, resolved to ids */
-	json_t *merges = json_object_get(m, "merges");
-	if (!json_is_array(merges))
+	if (!bk->has_merges)
 		return bad(L, "model.merges", "missing or not an array%s", "");
-	size_t nm = json_array_size(merges);
+	size_t nm = bk->n_merge;
 	if (tok_mergemap_init(&t->merges, nm, e))
 		return -1;
-	tok_buf cat = {0};
+	const char *ms = bk->mstr.p;
 	for (size_t i = 0; i < nm; i++) {
-		const char *a, *b;
-		size_t al, bl;
+		const tok_bulk_merge *mg = &bk->merge[i];
 		/* the lookups miss the cache: prefetch the slots of a merge ahead */
-		if (i + PREFETCH < nm && merge_strs(json_array_get(merges, i + PREFETCH), &a, &al, &b, &bl) == 0) {
-			__builtin_prefetch(&t->strs.slot[tok_hash(a, al) & t->strs.mask]);
-			__builtin_prefetch(&t->strs.slot[tok_hash(b, bl) & t->strs.mask]);
+		if (i + PREFETCH < nm && bk->merge[i + PREFETCH].form == TOK_MERGE_OK) {
+			const tok_bulk_merge *x = &bk->merge[i + PREFETCH];
+			__builtin_prefetch(&t->strs.slot[tok_hash(ms + x->off, x->alen) & t->strs.mask]);
+			__builtin_prefetch(&t->strs.slot[tok_hash(ms + x->off + x->alen, x->blen) & t->strs.mask]);
 		}
-		int form = merge_strs(json_array_get(merges, i), &a, &al, &b, &bl);
-		if (form < 0) {
-			char p[PATHMAX];
+		char p[PATHMAX];
+		if (mg->form != TOK_MERGE_OK) {
 			snprintf(p, sizeof p, "model.merges[%zu]", i);
-			free(cat.p);
-			return bad(L, p, form == -1 ? "expected \"left right\"%s" : "expected \"left right\" or [left, right]%s", "");
+			return bad(L, p, mg->form == TOK_MERGE_NOT_STR ? "expected \"left right\"%s"
+			                                              : "expected \"left right\" or [left, right]%s", "");
 		}
+		/* left and right lie back to back: their concatenation is the merged token */
+		const char *a = ms + mg->off, *b = a + mg->alen;
+		size_t al = mg->alen, bl = mg->blen;
 		int32_t ia = tok_strmap_get(&t->strs, a, al, t->str, t->len);
 		int32_t ib = tok_strmap_get(&t->strs, b, bl, t->str, t->len);
-		cat.n = 0;
-		if (tok_buf_put(&cat, a, al, e) || tok_buf_put(&cat, b, bl, e)) {
-			free(cat.p);
-			return -1;
-		}
-		int32_t im = tok_strmap_get(&t->strs, cat.p, cat.n, t->str, t->len);
+		int32_t im = tok_strmap_get(&t->strs, a, al + bl, t->str, t->len);
 		if (ia < 0 || ib < 0 || im < 0) {
 			char q[300];
-			snprintf(q, sizeof q, "'%.*s'", (int)(ia < 0 ? al : ib < 0 ? bl : cat.n > 200 ? 200 : cat.n),
-			         ia < 0 ? a : ib < 0 ? b : cat.p);
-			free(cat.p);
-			char p[PATHMAX];
+			size_t cl = al + bl;
+			snprintf(q, sizeof q, "'%.*s'", (int)(ia < 0 ? al : ib < 0 ? bl : cl > 200 ? 200 : cl),
+			         ia < 0 ? a : ib < 0 ? b : a);
 			snprintf(p, sizeof p, "model.merges[%zu]", i);
 			return bad(L, p, "%s is not in the vocabulary", q);
 		}
 		tok_mergemap_put(&t->merges, ia, ib, (uint32_t)i, im);
 	}
-	free(cat.p);
 	/* added tokens: they own their id's string and win over a vocabulary
 	 * entry with the same string (as in tokenizers.js's id lookup) */
 	t->n_added = json_array_size(added);
@@ -768,84 +733,22 @@ static int load_model(ld *L, json_t *root, json_t *added)
 	return 0;
 }
 
-/* jansson spends a third of a large file's load in malloc and free (half
- * a million small objects).  While a tokenizer loads, jansson allocates
- * from a bump arena instead, and the whole tree is dropped at once.  The
- * allocator hooks are global: see tok.h. */
-typedef struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, cap;
-	max_align_t data[];
-} arena_chunk;
-#define ARENA_CHUNK ((size_t)32 << 20)
-static arena_chunk *arena_head;
-static int arena_failed;
-
-static void *arena_malloc(size_t n)
-{
-	n = (n + 15) & ~(size_t)15;
-	arena_chunk *c = arena_head;
-	if (!c || c->cap - c->used < n) {
-		/* 32 MiB chunks on huge pages where the kernel offers them: the
-		 * tree of an 11 MB file takes ~60 MB, and 4 KiB page faults cost
-		 * a tenth of the load */
-		size_t cap = n + sizeof *c > ARENA_CHUNK ? n + sizeof *c : ARENA_CHUNK;
-		c = aligned_alloc(2u << 20, (cap + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1));
-		if (!c) {
-			arena_failed = 1;
-			return NULL;
-		}
-#ifdef MADV_HUGEPAGE
-		madvise(c, cap, MADV_HUGEPAGE);
-#endif
-		cap -= sizeof *c;
-		c->next = arena_head;
-		c->used = 0;
-		c->cap = cap;
-		arena_head = c;
-	}
-	void *p = (char *)c->data + c->used;
-	c->used += n;
-	return p;
-}
-
-static void arena_free(void *p) { (void)p; }
-
-static void arena_release(void)
-{
-	while (arena_head) {
-		arena_chunk *n = arena_head->next;
-		free(arena_head);
-		arena_head = n;
-	}
-}
-
-static tok *load_root(json_t *root, const char *name, ss_err *e);
+static tok *load_root(json_t *root, tok_bulk *bk, const char *name, ss_err *e);
 
 tok *tok_load_mem(const char *json, size_t len, const char *name, ss_err *e)
 {
-	json_malloc_t om;
-	json_free_t of;
-	json_get_alloc_funcs(&om, &of);
-	json_set_alloc_funcs(arena_malloc, arena_free);
-	arena_failed = 0;
-	json_error_t je;
-	json_t *root = json_loadb(json, len, JSON_ALLOW_NUL, &je);
-	tok *t = NULL;
-	if (!root) {
-		if (arena_failed)
-			ss_err_set(e, "%s: out of memory parsing JSON", name);
-		else
-			ss_err_set(e, "%s:%d:%d: not valid JSON: %s", name, je.line, je.column, je.text);
-	} else
-		t = load_root(root, name, e);
+	tok_bulk bk;
+	json_t *root = tok_json_parse(json, len, name, &bk, e);
+	if (!root)
+		return NULL;
+	tok *t = load_root(root, &bk, name, e);
 	/* load_root has copied everything it keeps out of the tree */
-	json_set_alloc_funcs(om, of);
-	arena_release();
+	json_decref(root);
+	tok_bulk_free(&bk);
 	return t;
 }
 
-static tok *load_root(json_t *root, const char *name, ss_err *e)
+static tok *load_root(json_t *root, tok_bulk *bk, const char *name, ss_err *e)
 {
 	tok *t = calloc(1, sizeof *t);
 	if (!t) {
@@ -882,7 +785,7 @@ static tok *load_root(json_t *root, const char *name, ss_err *e)
 	x = json_object_get(root, "pre_tokenizer");
 	if (x && !json_is_null(x) && parse_pre(&L, x, "pre_tokenizer", &cap))
 		goto fail;
-	if (load_model(&L, root, added))
+	if (load_model(&L, root, added, bk))
 		goto fail;
 	x = json_object_get(root, "post_processor");
 	if (x && !json_is_null(x) && parse_post(&L, x, "post_processor"))
@@ -908,7 +811,7 @@ static tok *load_root(json_t *root, const char *name, ss_err *e)
 		} else if (trie_add(&t->trie_raw, a->content, a->len, (int32_t)i, e))
 			goto fail;
 	}
-	return t; /* the tree goes with the arena */
+	return t;
 fail:
 	tok_free(t);
 	return NULL;

@@ -41,10 +41,9 @@ typedef struct tok_ids {
 	size_t n, cap;
 } tok_ids;
 
-/* Load tokenizer.json.  Errors name the file and the JSON field.
- * While it parses, tok_load installs an arena allocator in jansson
- * (json_set_alloc_funcs, restored before it returns): do not use jansson
- * in another thread while a tokenizer loads. */
+/* Load tokenizer.json.  Errors name the file and the JSON field.  The
+ * file is read by a streaming parser (yajl, see tok_json.c); jansson's
+ * global state is left alone. */
 tok *tok_load(const char *path, ss_err *e);
 /* Same from memory; name is used in messages. */
 tok *tok_load_mem(const char *json, size_t len, const char *name, ss_err *e);

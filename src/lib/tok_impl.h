@@ -3,6 +3,7 @@
 #define SS_TOK_IMPL_H
 
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <jansson.h>
 #include <pcre2.h>
 #include <stdint.h>
 #include "tok.h"
@@ -143,6 +144,34 @@ void tok_mergemap_put(tok_mergemap *m, int32_t a, int32_t b, uint32_t rank, int3
 void tok_cache_free(tok_cache *c);
 /* Encode one pre-token (raw bytes) with the model, appending ids. */
 int tok_bpe_word(tok *t, const char *s, size_t n, tok_ids *out, ss_err *e);
+
+/* tok_json.c: model.vocab and model.merges as flat arrays, in file order */
+typedef struct tok_bulk_vocab {
+	size_t off;     /* key in keys (NUL-terminated) */
+	uint32_t len;
+	int32_t id;     /* 0 .. 0x7ffffff0 */
+} tok_bulk_vocab;
+enum { TOK_MERGE_OK, TOK_MERGE_NOT_STR, TOK_MERGE_NOT_STR_OR_PAIR };
+typedef struct tok_bulk_merge {
+	size_t off;     /* left then right, back to back in mstr */
+	uint32_t alen, blen;
+	int form;       /* TOK_MERGE_NOT_STR: a string that is not "left right";
+	                   TOK_MERGE_NOT_STR_OR_PAIR: neither a string nor [left, right] */
+} tok_bulk_merge;
+typedef struct tok_bulk {
+	int has_vocab, has_merges; /* model.vocab was an object, model.merges an array */
+	tok_bulk_vocab *vocab; size_t n_vocab, cap_vocab;
+	tok_buf keys;
+	int vocab_bad;         /* a value that is not an integer in 0 .. 0x7ffffff0 */
+	size_t vocab_bad_key;  /* the first such value's key, in keys */
+	tok_bulk_merge *merge; size_t n_merge, cap_merge;
+	tok_buf mstr;
+} tok_bulk;
+/* Parse a tokenizer.json: the tree without model.vocab and model.merges
+ * where those are in b (b->has_vocab, b->has_merges); NULL with e set
+ * ("NAME:LINE:COL: not valid JSON: ...") when it is not valid JSON. */
+json_t *tok_json_parse(const char *json, size_t len, const char *name, tok_bulk *b, ss_err *e);
+void tok_bulk_free(tok_bulk *b);
 
 /* tok_dec.c */
 int tok_decode_segs(const tok *t, const int32_t *ids, size_t n, int per_token,

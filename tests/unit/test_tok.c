@@ -257,6 +257,91 @@ static void test_errors(void **st)
 	tok_free(t);
 }
 
+/* The streaming reader (tok_json.c): model.vocab and model.merges in every
+ * shape the file may give them, and JSON errors with their position. */
+static void test_json_stream(void **st)
+{
+#define M(v, m) "{\"model\": {\"type\": \"BPE\", \"vocab\": " v ", \"merges\": " m "}}"
+	const char *bads[][2] = {
+		{M("{\"a\": 0, \"b\": 1, \"ab\": 2}", "[\"a b\", \"ab\"]"), "x.json:model.merges[1]: expected \"left right\""},
+		{M("{\"a\": 0}", "[\"a  a\"]"), "x.json:model.merges[0]: expected \"left right\""},
+		{M("{\"a\": 0, \"aa\": 1}", "[[\"a\", \"a\"], 7]"), "x.json:model.merges[1]: expected \"left right\" or [left, right]"},
+		{M("{\"a\": 0, \"aa\": 1}", "[[\"a\", \"a\", \"a\"]]"), "x.json:model.merges[0]: expected \"left right\" or [left, right]"},
+		{M("{\"a\": 0, \"aa\": 1}", "[[\"a\"]]"), "x.json:model.merges[0]: expected \"left right\" or [left, right]"},
+		{M("{\"a\": 0, \"aa\": 1}", "[[\"a\", 1]]"), "x.json:model.merges[0]: expected \"left right\" or [left, right]"},
+		{M("{\"a\": 0, \"aa\": 1}", "[[\"a\", [\"a\"]]]"), "x.json:model.merges[0]: expected \"left right\" or [left, right]"},
+		{M("{\"a\": 0, \"aa\": 1}", "[{\"a\": \"a\"}]"), "x.json:model.merges[0]: expected \"left right\" or [left, right]"},
+		{M("{\"a\": 0, \"b\": 1}", "[[\"a\", \"b\"]]"), "x.json:model.merges[0]: 'ab' is not in the vocabulary"},
+		{M("{\"a\": 0, \"b\": \"1\"}", "[]"), "x.json:model.vocab: id of 'b' is not a valid integer"},
+		{M("{\"a\": 0, \"b\": -1}", "[]"), "x.json:model.vocab: id of 'b' is not a valid integer"},
+		{M("{\"a\": 0, \"b\": 1.0}", "[]"), "x.json:model.vocab: id of 'b' is not a valid integer"},
+		{M("{\"a\": 0, \"b\": [1]}", "[]"), "x.json:model.vocab: id of 'b' is not a valid integer"},
+		{M("{\"a\": 0, \"b\": 0}", "[]"), "x.json:model.vocab: id of 'b' is used twice"},
+		{M("[\"a\"]", "[]"), "x.json:model.vocab: missing or not an object"},
+		{M("{\"a\": 0}", "{}"), "x.json:model.merges: missing or not an array"},
+		{"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"vocab\": 3}}",
+		 "x.json:model.vocab: missing or not an object"},
+		{"{\"model\": {\"vocab\": {\"a\": 0}}}", "x.json:model.type: missing"},
+		{"[1, 2]", "x.json: expected a JSON object"},
+		{"{\"model\": {\"type\": \"BPE\",\n  \"vocab\": {\"a\": 0,}}}", "x.json:2:20: not valid JSON: parse error: invalid object key"},
+		{"{\"model\": {\"vocab\": {\"\\ud800\": 0}}}", "x.json:1:29: not valid JSON: invalid Unicode '\\uD800'"},
+		{"{\"model\": {\"vocab\": {\"a\\udc00\": 0}}}", "not valid JSON: invalid Unicode '\\uDC00'"},
+		{"{\"model\": {\"merges\": [\"\\ud83d\\u0041 b\"]}}", "not valid JSON: invalid Unicode '\\uD83D'"},
+		{"{\"normalizer\": \"\\\\\\ud800\\\"\"}", "not valid JSON: invalid Unicode '\\uD800'"},
+		{"{\"model\": {}} {}", "x.json:1:15: not valid JSON: "},
+		{"", "x.json:1:0: not valid JSON: "},
+		{"{\"a\": \"\xff\"}", "x.json:1:8: not valid JSON: "},
+	};
+	for (size_t i = 0; i < sizeof bads / sizeof *bads; i++) {
+		ss_err e = {0};
+		tok *t = tok_load_mem(bads[i][0], strlen(bads[i][0]), "x.json", &e);
+		if (t || !strstr(e.msg, bads[i][1]))
+			fprintf(stderr, "# case %zu got: %s\n# want: %s\n", i, t ? "(loaded)" : e.msg, bads[i][1]);
+		assert_null(t);
+		assert_non_null(strstr(e.msg, bads[i][1]));
+	}
+	/* nesting deeper than jansson's 2048 levels, in the tree and inside the vocabulary */
+	for (int where = 0; where < 2; where++) {
+		size_t n = 0, d = 3000;
+		char *j = malloc(2 * d + 100);
+		n += (size_t)sprintf(j, where ? "{\"model\": {\"vocab\": {\"a\": " : "{\"normalizer\": ");
+		for (size_t k = 0; k < d; k++)
+			j[n++] = '[';
+		for (size_t k = 0; k < d; k++)
+			j[n++] = ']';
+		n += (size_t)sprintf(j + n, where ? "}}}" : "}");
+		ss_err e = {0};
+		assert_null(tok_load_mem(j, n, "x.json", &e));
+		assert_non_null(strstr(e.msg, "not valid JSON: maximum parsing depth reached"));
+		free(j);
+	}
+	/* escapes in keys and merges, a surrogate pair, U+0000 inside a token,
+	 * both merge forms, duplicate keys (the last one wins), and a second
+	 * "model" replacing the first */
+	const char *good = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"x\": 9}, \"merges\": [\"x x\"]},"
+	                   " \"model\": {\"type\": \"BPE\", \"merges\": [\"a \\\"\", [\"\\ud83d\\ude00\", \"\\u0000\"], \"a\\\" \\ud83d\\ude00\\u0000\"],"
+	                   " \"vocab\": {\"a\": 0, \"\\\"\": 1, \"a\\\"\": 2, \"\\ud83d\\ude00\": 3, \"\\u0000\": 4,"
+	                   " \"\\ud83d\\ude00\\u0000\": 5, \"a\\\"\\ud83d\\ude00\\u0000\": 6, \"z\": 7, \"a\": 8}}}";
+	ss_err e = {0};
+	tok *t = tok_load_mem(good, strlen(good), "x.json", &e);
+	if (!t)
+		fprintf(stderr, "# %s\n", e.msg);
+	assert_non_null(t);
+	assert_int_equal(tok_vocab_size(t), 9);
+	assert_int_equal(tok_id(t, "a", 1), 8);
+	assert_null(tok_token(t, 0, NULL));
+	assert_int_equal(tok_id(t, "x", 1), -1);
+	assert_int_equal(tok_id(t, "\xf0\x9f\x98\x80\0", 5), 5);
+	tok_ids ids = {0};
+	assert_int_equal(tok_encode(t, "a\"\xf0\x9f\x98\x80\0z", 8, 0, &ids, &e), 0);
+	assert_int_equal(ids.n, 2);
+	assert_int_equal(ids.v[0], 6);
+	assert_int_equal(ids.v[1], 7);
+	free(ids.v);
+	tok_free(t);
+#undef M
+}
+
 static void test_bos_and_long(void **st)
 {
 	tok *t = load("tests/data/tokenizers/llama3_1/tokenizer.json");
@@ -357,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_added_options),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_json_stream),
 		cmocka_unit_test(test_bos_and_long),
 		cmocka_unit_test(test_input),
 	};
