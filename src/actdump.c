@@ -166,7 +166,15 @@ static int load_tok(int required, tok **t, ss_err *e)
 			return 0;
 	}
 	*t = tok_load(path, e);
-	return *t ? 0 : -1;
+	if (!*t)
+		return -1;
+	int applied;
+	if (tok_apply_config_beside(*t, path, &applied, e)) {
+		tok_free(*t);
+		*t = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 /* "%d" or "{row}" in the -o pattern replaced by the row number. */

@@ -93,6 +93,20 @@ int tok_ids_push(tok_ids *a, int32_t id, ss_err *e);
 
 
 
+/* ---- tokenizer_config.json (tok_config.c) ---- */
+
+/* Apply what transformers takes from tokenizer_config.json that changes ids:
+ * for tokenizer_class LlamaTokenizer, CodeLlamaTokenizer or GemmaTokenizer
+ * (with or without "Fast") the post-processor becomes [bos_token if
+ * add_bos_token (default true)] $A [eos_token if add_eos_token (default
+ * false)], as those classes rebuild it; other classes change nothing.
+ * *applied tells whether the template was replaced.  Errors name the file
+ * and the field ("PATH:bos_token: '<x>' is not a token of the tokenizer"). */
+int tok_apply_config(tok *t, const char *path, int *applied, ss_err *e);
+/* The same with the tokenizer_config.json in the directory of
+ * tokenizer_path, when there is one (none: 0, *applied = 0). */
+int tok_apply_config_beside(tok *t, const char *tokenizer_path, int *applied, ss_err *e);
+
 /* ---- input for programs (tok_input.c) ---- */
 
 /* Read a whole UTF-8 text file ("-" = stdin).  Invalid UTF-8 is an error
