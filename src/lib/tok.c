@@ -533,6 +533,104 @@ static uint32_t byte_char(int b)
 
 #define PREFETCH 8
 
+/* Prefetch the string of the id in the first slot for hash h (when that
+ * slot's hash matches, it is almost always the one). */
+static inline void pf_str(const tok *t, uint64_t h, int deref)
+{
+	const struct tok_sslot *sl = &t->strs.slot[h & t->strs.mask];
+	if (sl->id < 0 || sl->hash != (uint32_t)h)
+		return;
+	if (deref)
+		__builtin_prefetch(t->str[sl->id]);
+	else {
+		__builtin_prefetch(&t->str[sl->id]);
+		__builtin_prefetch(&t->len[sl->id]);
+	}
+}
+
+/* model.merges resolved to ids, into t->merges.  A lookup misses the cache
+ * three times after the slot (the id's length, its string pointer, the
+ * string), so the loop is a pipeline: the slots are prefetched D_SLOT
+ * merges ahead, the lengths and pointers D_PTR ahead, the strings D_STR
+ * ahead; the merge table's slot is prefetched D_PUT merges before its
+ * write.  The merged token usually has the id after the previous merge's
+ * (vocabularies list merges' results in rank order): checking that guess
+ * in order replaces the third lookup. */
+#define D_SLOT 16
+#define D_PTR 8
+#define D_STR 4
+#define D_PUT 4
+static int resolve_merges(ld *L, const tok_bulk *bk)
+{
+	tok *t = L->t;
+	size_t nm = bk->n_merge, N = t->n_ids;
+	if (tok_mergemap_init(&t->merges, nm, L->e))
+		return -1;
+	const char *ms = bk->mstr.p;
+	const tok_bulk_merge *mg = bk->merge;
+	uint64_t hr[32][2]; /* hashes of left and right, D_SLOT ahead */
+	struct { int32_t a, b, id; } put[8];
+	int32_t guess = -1;
+	for (size_t j = 0; j < D_SLOT && j < nm; j++)
+		if (mg[j].form == TOK_MERGE_OK) {
+			hr[j & 31][0] = tok_hash(ms + mg[j].off, mg[j].alen);
+			hr[j & 31][1] = tok_hash(ms + mg[j].off + mg[j].alen, mg[j].blen);
+		}
+	for (size_t i = 0; i < nm; i++) {
+		size_t j = i + D_SLOT;
+		if (j < nm && mg[j].form == TOK_MERGE_OK) {
+			uint64_t *h = hr[j & 31];
+			h[0] = tok_hash(ms + mg[j].off, mg[j].alen);
+			h[1] = tok_hash(ms + mg[j].off + mg[j].alen, mg[j].blen);
+			__builtin_prefetch(&t->strs.slot[h[0] & t->strs.mask]);
+			__builtin_prefetch(&t->strs.slot[h[1] & t->strs.mask]);
+		}
+		if ((j = i + D_PTR) < nm && mg[j].form == TOK_MERGE_OK) {
+			pf_str(t, hr[j & 31][0], 0);
+			pf_str(t, hr[j & 31][1], 0);
+		}
+		if ((j = i + D_STR) < nm && mg[j].form == TOK_MERGE_OK) {
+			pf_str(t, hr[j & 31][0], 1);
+			pf_str(t, hr[j & 31][1], 1);
+		}
+		char p[PATHMAX];
+		if (mg[i].form != TOK_MERGE_OK) {
+			snprintf(p, sizeof p, "model.merges[%zu]", i);
+			return bad(L, p, mg[i].form == TOK_MERGE_NOT_STR ? "expected \"left right\"%s"
+			                                                : "expected \"left right\" or [left, right]%s", "");
+		}
+		/* left and right lie back to back: their concatenation is the merged token */
+		const char *a = ms + mg[i].off, *b = a + mg[i].alen;
+		size_t al = mg[i].alen, bl = mg[i].blen;
+		int32_t ia = tok_strmap_get_h(&t->strs, hr[i & 31][0], a, al, t->str, t->len);
+		int32_t ib = tok_strmap_get_h(&t->strs, hr[i & 31][1], b, bl, t->str, t->len);
+		int32_t im = guess;
+		if (im < 0 || (size_t)im >= N || !t->str[im] || t->len[im] != al + bl || memcmp(t->str[im], a, al + bl))
+			im = tok_strmap_get(&t->strs, a, al + bl, t->str, t->len);
+		guess = im >= 0 && (size_t)im + 1 < N ? im + 1 : -1;
+		if (ia < 0 || ib < 0 || im < 0) {
+			char q[300];
+			size_t cl = al + bl;
+			snprintf(q, sizeof q, "'%.*s'", (int)(ia < 0 ? al : ib < 0 ? bl : cl > 200 ? 200 : cl),
+			         ia < 0 ? a : ib < 0 ? b : a);
+			snprintf(p, sizeof p, "model.merges[%zu]", i);
+			return bad(L, p, "%s is not in the vocabulary", q);
+		}
+		/* the writes in rank order: a later duplicate pair wins */
+		tok_mergemap_prefetch(&t->merges, ia, ib);
+		put[i & 7].a = ia;
+		put[i & 7].b = ib;
+		put[i & 7].id = im;
+		if (i >= D_PUT) {
+			size_t k = i - D_PUT;
+			tok_mergemap_put(&t->merges, put[k & 7].a, put[k & 7].b, (uint32_t)k, put[k & 7].id);
+		}
+	}
+	for (size_t k = nm > D_PUT ? nm - D_PUT : 0; k < nm; k++)
+		tok_mergemap_put(&t->merges, put[k & 7].a, put[k & 7].b, (uint32_t)k, put[k & 7].id);
+	return 0;
+}
+
 static int load_model(ld *L, json_t *root, json_t *added, tok_bulk *bk)
 {
 	tok *t = L->t;
@@ -641,43 +739,10 @@ static int load_model(ld *L, json_t *root, json_t *added, tok_bulk *bk)
 			}
 		}
 	}
-	/* merges, resolved to ids */
 	if (!bk->has_merges)
 		return bad(L, "model.merges", "missing or not an array%s", "");
-	size_t nm = bk->n_merge;
-	if (tok_mergemap_init(&t->merges, nm, e))
+	if (resolve_merges(L, bk))
 		return -1;
-	const char *ms = bk->mstr.p;
-	for (size_t i = 0; i < nm; i++) {
-		const tok_bulk_merge *mg = &bk->merge[i];
-		/* the lookups miss the cache: prefetch the slots of a merge ahead */
-		if (i + PREFETCH < nm && bk->merge[i + PREFETCH].form == TOK_MERGE_OK) {
-			const tok_bulk_merge *x = &bk->merge[i + PREFETCH];
-			__builtin_prefetch(&t->strs.slot[tok_hash(ms + x->off, x->alen) & t->strs.mask]);
-			__builtin_prefetch(&t->strs.slot[tok_hash(ms + x->off + x->alen, x->blen) & t->strs.mask]);
-		}
-		char p[PATHMAX];
-		if (mg->form != TOK_MERGE_OK) {
-			snprintf(p, sizeof p, "model.merges[%zu]", i);
-			return bad(L, p, mg->form == TOK_MERGE_NOT_STR ? "expected \"left right\"%s"
-			                                              : "expected \"left right\" or [left, right]%s", "");
-		}
-		/* left and right lie back to back: their concatenation is the merged token */
-		const char *a = ms + mg->off, *b = a + mg->alen;
-		size_t al = mg->alen, bl = mg->blen;
-		int32_t ia = tok_strmap_get(&t->strs, a, al, t->str, t->len);
-		int32_t ib = tok_strmap_get(&t->strs, b, bl, t->str, t->len);
-		int32_t im = tok_strmap_get(&t->strs, a, al + bl, t->str, t->len);
-		if (ia < 0 || ib < 0 || im < 0) {
-			char q[300];
-			size_t cl = al + bl;
-			snprintf(q, sizeof q, "'%.*s'", (int)(ia < 0 ? al : ib < 0 ? bl : cl > 200 ? 200 : cl),
-			         ia < 0 ? a : ib < 0 ? b : a);
-			snprintf(p, sizeof p, "model.merges[%zu]", i);
-			return bad(L, p, "%s is not in the vocabulary", q);
-		}
-		tok_mergemap_put(&t->merges, ia, ib, (uint32_t)i, im);
-	}
 	/* added tokens: they own their id's string and win over a vocabulary
 	 * entry with the same string (as in tokenizers.js's id lookup) */
 	t->n_added = json_array_size(added);

@@ -93,7 +93,12 @@ int tok_strmap_init(tok_strmap *m, size_t n, ss_err *e)
 int tok_strmap_put(tok_strmap *m, int32_t id, const char *s, size_t n,
                    char **const strs, const uint32_t *lens)
 {
-	uint64_t h = tok_hash(s, n);
+	return tok_strmap_put_h(m, tok_hash(s, n), id, s, n, strs, lens);
+}
+
+int tok_strmap_put_h(tok_strmap *m, uint64_t h, int32_t id, const char *s, size_t n,
+                     char **const strs, const uint32_t *lens)
+{
 	size_t i = h & m->mask;
 	while (m->slot[i].id >= 0) {
 		int32_t o = m->slot[i].id;
@@ -109,7 +114,12 @@ int tok_strmap_put(tok_strmap *m, int32_t id, const char *s, size_t n,
 int32_t tok_strmap_get(const tok_strmap *m, const char *s, size_t n, char **const strs,
                        const uint32_t *lens)
 {
-	uint64_t h = tok_hash(s, n);
+	return tok_strmap_get_h(m, tok_hash(s, n), s, n, strs, lens);
+}
+
+int32_t tok_strmap_get_h(const tok_strmap *m, uint64_t h, const char *s, size_t n, char **const strs,
+                         const uint32_t *lens)
+{
 	size_t i = h & m->mask;
 	while (m->slot[i].id >= 0) {
 		int32_t o = m->slot[i].id;
@@ -140,6 +150,13 @@ int tok_mergemap_init(tok_mergemap *m, size_t n, ss_err *e)
 	memset(m->key, 0xff, cap * sizeof *m->key);
 	m->mask = cap - 1;
 	return 0;
+}
+
+void tok_mergemap_prefetch(const tok_mergemap *m, int32_t a, int32_t b)
+{
+	size_t i = mix64((uint64_t)(uint32_t)a << 32 | (uint32_t)b, m->mask);
+	__builtin_prefetch(&m->key[i], 1);
+	__builtin_prefetch(&m->val[i], 1);
 }
 
 /* A later duplicate of a pair overrides the earlier one, as in Hugging

@@ -139,7 +139,14 @@ int tok_utf8_put(tok_buf *b, uint32_t cp, ss_err *e);
 int tok_strmap_init(tok_strmap *m, size_t n, ss_err *e);
 int tok_strmap_put(tok_strmap *m, int32_t id, const char *s, size_t n, char **const strs, const uint32_t *lens);
 int32_t tok_strmap_get(const tok_strmap *m, const char *s, size_t n, char **const strs, const uint32_t *lens);
+/* The same with h = tok_hash(s, n) computed by the caller (loading
+ * computes it ahead, to prefetch the slot). */
+int tok_strmap_put_h(tok_strmap *m, uint64_t h, int32_t id, const char *s, size_t n,
+                     char **const strs, const uint32_t *lens);
+int32_t tok_strmap_get_h(const tok_strmap *m, uint64_t h, const char *s, size_t n,
+                         char **const strs, const uint32_t *lens);
 int tok_mergemap_init(tok_mergemap *m, size_t n, ss_err *e);
+void tok_mergemap_prefetch(const tok_mergemap *m, int32_t a, int32_t b);
 void tok_mergemap_put(tok_mergemap *m, int32_t a, int32_t b, uint32_t rank, int32_t id);
 void tok_cache_free(tok_cache *c);
 /* Encode one pre-token (raw bytes) with the model, appending ids. */
