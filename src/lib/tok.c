@@ -11,12 +11,14 @@
  * follow Hugging Face's tokenizers; see tok.h for what is supported.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <sys/mman.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <utf8proc.h>
 #include "tok_impl.h"
 
@@ -474,51 +476,6 @@ static int trie_add(tok_trie *tr, const char *s, size_t n, int32_t tokidx, ss_er
 	return 0;
 }
 
-static int read_file(const char *path, char **buf, size_t *len, ss_err *e)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return ss_err_errno(e, errno, "%s", path);
-	size_t cap = 1 << 20, n = 0;
-	char *b = malloc(cap);
-	for (;;) {
-		if (!b) {
-			fclose(f);
-			return ss_err_set(e, "%s: out of memory", path);
-		}
-		size_t k = fread(b + n, 1, cap - n, f);
-		n += k;
-		if (n < cap)
-			break;
-		char *nb = realloc(b, cap * 2);
-		if (!nb)
-			free(b);
-		b = nb;
-		cap *= 2;
-	}
-	if (ferror(f)) {
-		int er = errno;
-		fclose(f);
-		free(b);
-		return ss_err_errno(e, er, "%s: read error", path);
-	}
-	fclose(f);
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
-tok *tok_load(const char *path, ss_err *e)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	if (read_file(path, &buf, &n, e))
-		return NULL;
-	tok *t = tok_load_mem(buf, n, path, e);
-	free(buf);
-	return t;
-}
-
 /* byte-level: the GPT-2 map from bytes to chars */
 static uint32_t byte_char(int b)
 {
@@ -800,17 +757,34 @@ static int load_model(ld *L, json_t *root, json_t *added, tok_bulk *bk)
 
 static tok *load_root(json_t *root, tok_bulk *bk, const char *name, ss_err *e);
 
+static tok *load_tree(json_t *root, tok_bulk *bk, const char *name, ss_err *e)
+{
+	if (!root)
+		return NULL;
+	tok *t = load_root(root, bk, name, e);
+	/* load_root has copied everything it keeps out of the tree */
+	json_decref(root);
+	tok_bulk_free(bk);
+	return t;
+}
+
 tok *tok_load_mem(const char *json, size_t len, const char *name, ss_err *e)
 {
 	tok_bulk bk;
-	json_t *root = tok_json_parse(json, len, name, &bk, e);
-	if (!root)
+	return load_tree(tok_json_parse(json, len, name, &bk, e), &bk, name, e);
+}
+
+tok *tok_load(const char *path, ss_err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ss_err_errno(e, errno, "%s", path);
 		return NULL;
-	tok *t = load_root(root, &bk, name, e);
-	/* load_root has copied everything it keeps out of the tree */
-	json_decref(root);
-	tok_bulk_free(&bk);
-	return t;
+	}
+	tok_bulk bk;
+	json_t *root = tok_json_parse_fd(fd, path, &bk, e);
+	close(fd);
+	return load_tree(root, &bk, path, e);
 }
 
 static tok *load_root(json_t *root, tok_bulk *bk, const char *name, ss_err *e)

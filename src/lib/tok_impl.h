@@ -178,6 +178,8 @@ typedef struct tok_bulk {
  * where those are in b (b->has_vocab, b->has_merges); NULL with e set
  * ("NAME:LINE:COL: not valid JSON: ...") when it is not valid JSON. */
 json_t *tok_json_parse(const char *json, size_t len, const char *name, tok_bulk *b, ss_err *e);
+/* The same reading fd to its end (errors name the file as name). */
+json_t *tok_json_parse_fd(int fd, const char *name, tok_bulk *b, ss_err *e);
 void tok_bulk_free(tok_bulk *b);
 
 /* tok_dec.c */

@@ -384,6 +384,59 @@ static char *tmpfile_with(const char *s, size_t n)
 	return path;
 }
 
+/* tok_load reads in chunks ending at newlines: a large file with an error
+ * far in names its line and column, a lone surrogate there is found, and a
+ * file without any newline (read whole) loads. */
+static void test_json_chunks(void **st)
+{
+	size_t nv = 150000, cap = nv * 24 + 200, n = 0;
+	char *j = malloc(cap);
+	for (int one_line = 0; one_line < 2; one_line++) {
+		const char *sep = one_line ? " " : "\n";
+		n = (size_t)sprintf(j, "{\"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {%s", sep);
+		for (size_t i = 0; i < nv; i++)
+			n += (size_t)sprintf(j + n, "\"t%zu\": %zu%s%s", i, i, i + 1 < nv ? "," : "", sep);
+		n += (size_t)sprintf(j + n, "}}}%s", sep);
+		char *p = tmpfile_with(j, n);
+		ss_err e = {0};
+		tok *t = tok_load(p, &e);
+		if (!t)
+			fprintf(stderr, "# %s\n", e.msg);
+		assert_non_null(t);
+		assert_int_equal(tok_vocab_size(t), nv);
+		assert_int_equal(tok_id(t, "t123456", 7), 123456);
+		tok_free(t);
+		unlink(p);
+	}
+	/* line 1 is the header, entry i is on line i + 2 */
+	n = (size_t)sprintf(j, "{\"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {\n");
+	for (size_t i = 0; i < nv; i++)
+		n += (size_t)sprintf(j + n, i == 120000 ? "  \"a\\u00e9\\ud800\": %zu,\n" : "  \"t%zu\": %zu,\n", i, i);
+	char *p = tmpfile_with(j, n);
+	ss_err e = {0};
+	assert_null(tok_load(p, &e));
+	char want[256];
+	snprintf(want, sizeof want, "%s:120002:17: not valid JSON: invalid Unicode '\\uD800'", p);
+	if (strcmp(e.msg, want))
+		fprintf(stderr, "# got: %s\n# want: %s\n", e.msg, want);
+	assert_string_equal(e.msg, want);
+	unlink(p);
+	/* cut short: premature EOF on the line after the last newline */
+	j[120002 * 12] = 0;
+	size_t lines = 0, cut = strlen(j);
+	for (size_t i = 0; i < cut; i++)
+		lines += j[i] == '\n';
+	size_t col = cut - (size_t)(strrchr(j, '\n') - j) - 1;
+	p = tmpfile_with(j, cut);
+	assert_null(tok_load(p, &e));
+	snprintf(want, sizeof want, "%s:%zu:%zu: not valid JSON: ", p, lines + 1, col);
+	if (strncmp(e.msg, want, strlen(want)))
+		fprintf(stderr, "# got: %s\n# want: %s\n", e.msg, want);
+	assert_true(strncmp(e.msg, want, strlen(want)) == 0);
+	unlink(p);
+	free(j);
+}
+
 static void test_input(void **st)
 {
 	ss_err e = {0};
@@ -443,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_added_options),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_json_stream),
+		cmocka_unit_test(test_json_chunks),
 		cmocka_unit_test(test_bos_and_long),
 		cmocka_unit_test(test_input),
 	};
