@@ -654,11 +654,17 @@ static int load_model(ld *L, json_t *root, json_t *added, tok_bulk *bk)
 	/* the keys, NUL-terminated, become the token strings */
 	t->vocab_arena = bk->keys.p;
 	bk->keys = (tok_buf){0};
+	uint64_t hr[16]; /* hashes, PREFETCH ahead */
+	for (size_t j = 0; j < PREFETCH && j < nv; j++)
+		hr[j] = tok_hash(t->vocab_arena + bk->vocab[j].off, bk->vocab[j].len);
 	for (size_t j = 0; j < nv; j++) {
 		const tok_bulk_vocab *v = &bk->vocab[j];
+		uint64_t h = hr[j % 16];
 		if (j + PREFETCH < nv) { /* the slots miss the cache: prefetch a few ahead */
 			const tok_bulk_vocab *x = &bk->vocab[j + PREFETCH];
-			__builtin_prefetch(&t->strs.slot[tok_hash(t->vocab_arena + x->off, x->len) & t->strs.mask], 1);
+			uint64_t hx = tok_hash(t->vocab_arena + x->off, x->len);
+			hr[(j + PREFETCH) % 16] = hx;
+			__builtin_prefetch(&t->strs.slot[hx & t->strs.mask], 1);
 		}
 		char *k = t->vocab_arena + v->off;
 		if (t->str[v->id]) {
@@ -668,12 +674,11 @@ static int load_model(ld *L, json_t *root, json_t *added, tok_bulk *bk)
 		}
 		t->str[v->id] = k;
 		t->len[v->id] = v->len;
-		int32_t o = tok_strmap_put(&t->strs, v->id, k, v->len, t->str, t->len);
+		int32_t o = tok_strmap_put_h(&t->strs, h, v->id, k, v->len, t->str, t->len);
 		if (o != v->id) {
 			/* a key given twice: the last value wins, as in JSON.parse */
 			t->str[o] = NULL;
 			t->len[o] = 0;
-			uint64_t h = tok_hash(k, v->len);
 			for (size_t sl = h & t->strs.mask; t->strs.slot[sl].id >= 0; sl = (sl + 1) & t->strs.mask)
 				if (t->strs.slot[sl].id == o) {
 					t->strs.slot[sl].id = v->id;
