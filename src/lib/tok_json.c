@@ -71,7 +71,8 @@ static int invalid(jp *P, const char *why)
  * in its \u escapes is an error, as in jansson. */
 static int check_escapes(jp *P, const unsigned char *s)
 {
-	if ((const char *)s >= P->in && (const char *)s <= P->in + P->n)
+	uintptr_t a = (uintptr_t)s, b = (uintptr_t)P->in;
+	if (a >= b && a <= b + P->n)
 		return 1; /* no escapes: handed over in place */
 	const char *in = P->in;
 	size_t q = yajl_get_bytes_consumed(P->h); /* just past the closing quote */
