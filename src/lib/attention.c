@@ -76,7 +76,7 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 		attn_thread *p = &a->th[t];
 		if (!(p->qg = ss_malloc(rows * (size_t)a->hd, 4, "attention queries", e)) ||
 		    !(p->og = ss_malloc(rows * (size_t)a->hd, 4, "attention output", e)) ||
-		    !(p->s = ss_malloc(rows * (size_t)maxT, 4, "attention scores", e)) ||
+		    !(p->s = ss_malloc_big(rows * (size_t)maxT, 4, "attention scores", e)) ||
 		    !(p->csum = ss_malloc((size_t)(a->g * maxT), 4, "attention sums", e)) ||
 		    !(p->inv = ss_malloc(rows, 4, "attention sums", e)) ||
 		    !(p->acc = ss_malloc((size_t)(a->H * maxT), 8, "attention received", e)))

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void vset(ss_err *e, int status, const char *fmt, va_list ap)
 {
@@ -61,7 +62,8 @@ int ss_err_prefix(ss_err *e, const char *fmt, ...)
 	vsnprintf(pre, sizeof pre, fmt, ap);
 	va_end(ap);
 	memcpy(old, e->msg, sizeof old);
-	snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old);
+	if (snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old) < 0)   /* truncation is fine */
+		e->msg[0] = '\0';
 	if (!e->status)
 		e->status = SS_EXIT_FAIL;
 	return -1;
@@ -112,6 +114,26 @@ void *ss_calloc(size_t n, size_t size, const char *what, ss_err *e)
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
 		ss_err_set(e, "%s: out of memory allocating %zu bytes", what, n * size);
+	return p;
+}
+
+void *ss_malloc_big(size_t n, size_t size, const char *what, ss_err *e)
+{
+	const size_t H = (size_t)2 << 20;
+	if (size && n > SIZE_MAX / size)
+		return ss_malloc(n, size, what, e);   /* reports the overflow */
+	size_t bytes = n * size;
+	if (bytes < H)
+		return ss_malloc(n, size, what, e);
+	void *p = NULL;
+	int r = posix_memalign(&p, H, bytes);
+	if (r) {
+		ss_err_set(e, "%s: out of memory allocating %zu bytes", what, bytes);
+		return NULL;
+	}
+#ifdef MADV_HUGEPAGE
+	madvise(p, bytes & ~(H - 1), MADV_HUGEPAGE);   /* a hint: failure is harmless */
+#endif
 	return p;
 }
 

@@ -247,22 +247,22 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 	if (pool_create(&f->pool, f->nth, e) < 0)
 		goto fail;
 	f->lwn = model_layer_f32_bytes(c) / sizeof(float);
-	if (!(f->lw = ss_calloc(f->lwn * (f->o.resident ? c->n_layers : 1), sizeof(float),
-	                        "layer weights (f32)", e)))
+	if (!(f->lw = ss_malloc_big(f->lwn * (f->o.resident ? c->n_layers : 1), sizeof(float),
+	                            "layer weights (f32)", e)))
 		goto fail;
 	if (f->o.resident && !(f->loaded = ss_calloc(c->n_layers, 1, "layer flags", e)))
 		goto fail;
 	bind_weights(f, f->lw);
 	long T = max_T, B = f->B;
-	if (!(f->x = ss_malloc((size_t)(T * f->D), 4, "residual stream", e)) ||
-	    !(f->k = ss_malloc((size_t)(T * f->kvdim), 4, "keys", e)) ||
-	    !(f->v = ss_malloc((size_t)(T * f->kvdim), 4, "values", e)) ||
-	    !(f->q = ss_malloc((size_t)(T * f->qdim), 4, "queries", e)) ||
-	    !(f->qkv = ss_malloc((size_t)(B * f->qkvdim), 4, "qkv block", e)) ||
-	    !(f->xn = ss_malloc((size_t)(B * f->D), 4, "block", e)) ||
-	    !(f->a = ss_malloc((size_t)(B * f->D), 4, "block", e)) ||
-	    !(f->mo = ss_malloc((size_t)(B * f->D), 4, "block", e)) ||
-	    !(f->gu = ss_malloc((size_t)(B * 2 * f->F), 4, "mlp block", e)) ||
+	if (!(f->x = ss_malloc_big((size_t)(T * f->D), 4, "residual stream", e)) ||
+	    !(f->k = ss_malloc_big((size_t)(T * f->kvdim), 4, "keys", e)) ||
+	    !(f->v = ss_malloc_big((size_t)(T * f->kvdim), 4, "values", e)) ||
+	    !(f->q = ss_malloc_big((size_t)(T * f->qdim), 4, "queries", e)) ||
+	    !(f->qkv = ss_malloc_big((size_t)(B * f->qkvdim), 4, "qkv block", e)) ||
+	    !(f->xn = ss_malloc_big((size_t)(B * f->D), 4, "block", e)) ||
+	    !(f->a = ss_malloc_big((size_t)(B * f->D), 4, "block", e)) ||
+	    !(f->mo = ss_malloc_big((size_t)(B * f->D), 4, "block", e)) ||
+	    !(f->gu = ss_malloc_big((size_t)(B * 2 * f->F), 4, "mlp block", e)) ||
 	    !(f->cs = ss_malloc((size_t)(T * f->half), 4, "rope table", e)) ||
 	    !(f->sn = ss_malloc((size_t)(T * f->half), 4, "rope table", e)) ||
 	    !(f->inv_freq = ss_malloc((size_t)f->half, 4, "rope table", e)) ||

@@ -102,6 +102,9 @@ uint16_t st_f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
+/* elements from which st_to_f32 writes with non-temporal stores (1 MiB of f32) */
+#define ST_STREAM_MIN (1L << 18)
+
 void st_to_f32(float *dst, const st_tensor *t, long off, long n)
 {
 	if (t->dtype == ST_F32) {
@@ -111,6 +114,22 @@ void st_to_f32(float *dst, const st_tensor *t, long off, long n)
 		uint32_t *d = (uint32_t *)dst;
 		long i = 0;
 #ifdef __AVX2__
+		if (n >= ST_STREAM_MIN) {
+			/* a whole weight matrix: non-temporal stores skip reading
+			 * the destination's cache lines first (a third of the
+			 * traffic); the data is not read back before it would have
+			 * left the cache anyway */
+			for (; ((uintptr_t)(d + i) & 31) && i < n; i++) {
+				uint16_t h;
+				memcpy(&h, s + i, sizeof h);
+				d[i] = (uint32_t)h << 16;
+			}
+			for (; i + 8 <= n; i += 8) {
+				__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
+				_mm256_stream_si256((__m256i *)(d + i), _mm256_slli_epi32(v, 16));
+			}
+			_mm_sfence();
+		}
 		for (; i + 8 <= n; i += 8) {
 			__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
 			_mm256_storeu_si256((__m256i *)(d + i), _mm256_slli_epi32(v, 16));
@@ -124,6 +143,18 @@ void st_to_f32(float *dst, const st_tensor *t, long off, long n)
 	} else {
 		const uint16_t *s = (const uint16_t *)t->data + off;
 		long i = 0;
+#if defined __F16C__ && defined __AVX2__
+		if (n >= ST_STREAM_MIN) {   /* as for bf16 */
+			for (; ((uintptr_t)(dst + i) & 31) && i < n; i++) {
+				uint16_t h;
+				memcpy(&h, s + i, sizeof h);
+				dst[i] = st_f16_to_f32(h);
+			}
+			for (; i + 8 <= n; i += 8)
+				_mm256_stream_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+			_mm_sfence();
+		}
+#endif
 #ifdef __F16C__
 		for (; i + 8 <= n; i += 8)
 			_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
