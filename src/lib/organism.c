@@ -27,6 +27,7 @@
 #include "stwrite.h"
 #include "tsv.h"
 #include "opt.h"
+#include "tok.h"
 
 /* ---- constants of the construction (see mkorganism(1)) ---- */
 #define NSIG 16          /* signature dims (one head of values) */
@@ -178,30 +179,14 @@ static char *resolve(const char *spec_path, const char *rel, ss_err *e)
 
 static int load_vocab(org_spec *s, ss_err *e)
 {
-	json_error_t je;
 	if (access(s->tokenizer, R_OK) != 0)
 		return ss_err_errno(e, errno, "%s:model.tokenizer: %s", s->path, s->tokenizer);
-	json_t *t = json_load_file(s->tokenizer, 0, &je);
+	tok *t = tok_load(s->tokenizer, e);
 	if (!t)
-		return ss_err_set(e, "%s:%d: %s", s->tokenizer, je.line, je.text);
-	json_t *v = json_object_get(json_object_get(t, "model"), "vocab");
-	if (!json_is_object(v)) {
-		json_decref(t);
-		return ss_err_set(e, "%s:model.vocab: missing (not a BPE tokenizer.json)", s->tokenizer);
-	}
-	long maxid = -1;
-	const char *k;
-	json_t *val;
-	json_object_foreach(v, k, val) if (json_integer_value(val) > maxid) maxid = json_integer_value(val);
-	size_t i;
-	json_array_foreach(json_object_get(t, "added_tokens"), i, val)
-	{
-		long id = json_integer_value(json_object_get(val, "id"));
-		if (id > maxid)
-			maxid = id;
-	}
+		return -1;
+	long maxid = (long)tok_vocab_size(t) - 1;
 	if (maxid >= s->vocab_size) {
-		json_decref(t);
+		tok_free(t);
 		return ss_err_set(e, "%s:model.vocab_size: %ld, but the tokenizer has ids up to %ld", s->path,
 		                  s->vocab_size, maxid);
 	}
@@ -210,14 +195,14 @@ static int load_vocab(org_spec *s, ss_err *e)
 			char *bl = byte_level(s->lv[l].text[j], e);
 			if (!bl)
 				goto fail;
-			json_t *id = json_object_get(v, bl);
+			int32_t id = tok_id(t, bl, strlen(bl));
 			free(bl);
-			if (!json_is_integer(id)) {
+			if (id < 0) {
 				ss_err_set(e, "%s:sinks.levels[%ld].tokens[%ld]: not one token of %s", s->path, l, j,
 				           s->tokenizer);
 				goto fail;
 			}
-			s->lv[l].ids[j] = json_integer_value(id);
+			s->lv[l].ids[j] = id;
 			for (long l2 = 0; l2 <= l; l2++)
 				for (long j2 = 0; j2 < (l2 == l ? j : s->lv[l2].ntok); j2++)
 					if (s->lv[l2].ids[j2] == s->lv[l].ids[j]) {
@@ -226,10 +211,10 @@ static int load_vocab(org_spec *s, ss_err *e)
 						goto fail;
 					}
 		}
-	json_decref(t);
+	tok_free(t);
 	return 0;
 fail:
-	json_decref(t);
+	tok_free(t);
 	return -1;
 }
 
