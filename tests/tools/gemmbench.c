@@ -2,7 +2,8 @@
  * tokens/s it implies for a prefill of T tokens (tests/bench/actdump.sh).
  *   usage: gemmbench MODEL_DIR T THREADS
  * The four projections of one layer (qkv, o, gate_up, down) run as single
- * sgemm calls with M = T and OpenBLAS's own threading (best of 3).  Model
+ * sgemm calls with M = T and OpenBLAS's own threading (best of at least 6
+ * repetitions after a warm-up, and of at least 2 s).  Model
  * FLOPs per token: 2 x the layer weights x L, plus attention
  * (QK^T and PV, 2 x 2 x head_dim per query, key and head: on average
  * (T+1)/2 keys per query).  Output: one line of name=value pairs; the
@@ -56,7 +57,10 @@ int main(int argc, char **argv)
 	double best = 1e30, bestc = 1e30, flops_layer = 0;
 	for (int i = 0; i < 4; i++)
 		flops_layer += 2.0 * (double)T * (double)shp[i][0] * (double)shp[i][1];
-	for (int rep = 0; rep < 4; rep++) {
+	/* at least 6 timed repetitions and 2 s: a best of 3 (0.1 s each at
+	 * T=512) was at the mercy of one burst of load on a shared machine */
+	double start = ss_now();
+	for (int rep = 0; rep < 7 || ss_now() - start < 2.0; rep++) {
 		double t0 = ss_now(), c0 = cpu_now();
 		for (int i = 0; i < 4; i++)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)shp[i][0], (int)shp[i][1],
