@@ -552,6 +552,17 @@ static void stats_resid(ss_fwd *f, const float *x, long T, float *norm, float *c
 	}
 }
 
+typedef struct pages_job { const ss_model *m; int release, prefetch; } pages_job;
+
+static void pages_task(void *ctx, int tid, int nth)
+{
+	const pages_job *j = ctx;
+	if (tid == 0)
+		model_layer_release(j->m, j->release);   /* layers outside 1..L: nothing */
+	if (tid == nth - 1)
+		model_layer_prefetch(j->m, j->prefetch);
+}
+
 int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_out, ss_err *e)
 {
 	const ss_config *c = f->c;
@@ -579,11 +590,13 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		double *rs = st->recv ? f->recv : NULL;
 		if (rs)
 			memset(rs, 0, sizeof(double) * (size_t)(H * T));
-		model_layer_prefetch(f->m, l + 1);
+		/* release layer l-1, prefetch layer l+1: page-table work of a few
+		 * ms per layer, on two threads at once */
+		pages_job pj = {f->m, l - 1, l + 1};
+		pool_run(f->pool, pages_task, &pj);
 		if (layer(f, l, x, 0, T, f->k, f->v, rs, T, st->attn_out_norm ? st->attn_out_norm + (l - 1) * T : NULL,
 		          st->mlp_out_norm ? st->mlp_out_norm + (l - 1) * T : NULL, f->rnorm, e) < 0)
 			return ss_err_prefix(e, "%s", dir);
-		model_layer_release(f->m, l);
 		if (rs)
 			for (long h = 0; h < H; h++)
 				for (long j = 0; j < T; j++)
@@ -594,6 +607,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		if (f->o.progress)
 			f->o.progress(f->o.progress_ctx, l, (int)L);
 	}
+	model_layer_release(f->m, (int)L);
 	model_release_all(f->m);
 	if (h_out)
 		memcpy(h_out, x, sizeof(float) * (size_t)(T * f->D));

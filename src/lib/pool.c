@@ -6,10 +6,12 @@
  * to hundreds of microseconds on a virtual machine (the idle vCPU halts and
  * must be woken by the host), which added up to several percent of a
  * 512-token prefill.  So both sides first spin on an atomic counter for a
- * bounded time (SPIN_NS) and only then sleep on the condition variable. */
+ * bounded time (SPIN_NS), yielding the CPU now and then to any other
+ * runnable thread, and only then sleep on the condition variable. */
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,7 +22,7 @@
 #define cpu_relax() ((void)0)
 #endif
 
-#define SPIN_NS 300000L   /* 0.3 ms: longer than the gaps between jobs, short next to a layer */
+#define SPIN_NS 2000000L   /* 2 ms: longer than most gaps between jobs, short next to a layer */
 
 struct ss_pool {
 	int nth;
@@ -53,8 +55,11 @@ static int spin_gen(ss_pool *p, unsigned long seen)
 		if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen || atomic_load(&p->quit))
 			return 1;
 		cpu_relax();
-		if (!(i & 255) && now_ns() - t0 > SPIN_NS)
-			return 0;
+		if (!(i & 255)) {
+			if (now_ns() - t0 > SPIN_NS)
+				return 0;
+			sched_yield();   /* a runnable thread may have this CPU */
+		}
 	}
 }
 
@@ -140,7 +145,7 @@ void pool_run(ss_pool *p, ss_pool_fn fn, void *ctx)
 	long t0 = now_ns();
 	for (unsigned i = 1; atomic_load_explicit(&p->pending, memory_order_acquire); i++) {
 		cpu_relax();
-		if (!(i & 255) && now_ns() - t0 > SPIN_NS) {
+		if (!(i & 255) && (sched_yield(), now_ns() - t0 > SPIN_NS)) {
 			pthread_mutex_lock(&p->mu);
 			p->waiting = 1;
 			while (atomic_load_explicit(&p->pending, memory_order_acquire))
