@@ -14,6 +14,9 @@
 #     load is marked LOADED.  Next to the wall-clock figures, "cpu" figures
 #     divide by our CPU time / threads, which moves less under load.
 # BENCH_T="512 2048 16384" adds the long stats-only run; BENCH_THREADS=N.
+# BENCH_REPS=N repeats (gemmbench, stats-only run) N times per length and
+# prints the median ratio: this machine's speed drifts by 10-20% over
+# minutes, so one pair can land on either side of the target.
 set -u
 : "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BIN:=$SS_ROOT/bin}" "${SS_BUILD:=$SS_ROOT/build}"
 PY=/usr/bin/python3
@@ -71,12 +74,22 @@ for T in ${BENCH_T:-512 2048}; do
 	[ -f "$B/ids$T" ] || $PY -c "
 import numpy as np; r = np.random.default_rng($T)
 print(' '.join(map(str, [1] + list(r.integers(0, 151936, $T - 1)))))" >"$B/ids$T"
-	g=$("$SS_BUILD/tools/gemmbench" "$M" "$T" "$TH")
-	echo "# gemmbench: $g"
-	IMPLIED=$(echo "$g" | sed -n 's/.* implied_tok_s=\([0-9.]*\).*/\1/p')
-	IMPLIED_CPU=$(echo "$g" | sed -n 's/.*implied_tok_s_cpu=\([0-9.]*\).*/\1/p')
-	run stats "$T" -o "$B/stats.h5"
-	rm -f "$B/stats.h5"
+	ratios=
+	for rep in $(seq "${BENCH_REPS:-1}"); do
+		g=$("$SS_BUILD/tools/gemmbench" "$M" "$T" "$TH")
+		echo "# gemmbench: $g"
+		IMPLIED=$(echo "$g" | sed -n 's/.* implied_tok_s=\([0-9.]*\).*/\1/p')
+		IMPLIED_CPU=$(echo "$g" | sed -n 's/.*implied_tok_s_cpu=\([0-9.]*\).*/\1/p')
+		line=$(run stats "$T" -o "$B/stats.h5")
+		echo "$line"
+		ratios="$ratios $(echo "$line" | sed -n 's/.*tok\/s ( *\([0-9.]*\)% of sgemm-implied.*/\1/p')"
+		rm -f "$B/stats.h5"
+	done
+	if [ "${BENCH_REPS:-1}" -gt 1 ]; then
+		echo "$ratios" | tr ' ' '\n' | grep . | sort -n | awk -v T="$T" '{r[NR] = $1}
+			END {printf "# stats T=%d: median %.1f%% of sgemm-implied over %d (gemmbench, run) pairs (min %.1f%%, max %.1f%%)\n",
+			     T, NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2, NR, r[1], r[NR]}'
+	fi
 	if [ "$T" -le 4096 ]; then
 		run all-acts "$T" -o "$B/acts.h5" --acts resid,attn_out,mlp_in,mlp_out
 		echo "#            (all-acts file: $(du -m "$B/acts.h5" 2>/dev/null | cut -f1) MiB)"
