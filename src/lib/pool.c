@@ -47,12 +47,24 @@ static long now_ns(void)
 	return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-/* Spin until *gen differs from seen or quit is set (1), or SPIN_NS pass (0). */
-static int spin_gen(ss_pool *p, unsigned long seen)
+static int gen_moved(ss_pool *p, unsigned long seen)
+{
+	return atomic_load_explicit(&p->gen, memory_order_acquire) != seen || atomic_load(&p->quit);
+}
+
+static int job_done(ss_pool *p, unsigned long unused)
+{
+	(void)unused;
+	return !atomic_load_explicit(&p->pending, memory_order_acquire);
+}
+
+/* Spin until ready(p, arg) (1) or SPIN_NS pass (0), yielding the CPU now
+ * and then: the workers wait for a job this way, the caller for its end. */
+static int spin(ss_pool *p, int (*ready)(ss_pool *, unsigned long), unsigned long arg)
 {
 	long t0 = now_ns();
 	for (unsigned i = 1;; i++) {
-		if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen || atomic_load(&p->quit))
+		if (ready(p, arg))
 			return 1;
 		cpu_relax();
 		if (!(i & 255)) {
@@ -71,10 +83,10 @@ static void *worker(void *arg)
 	free(w);
 	unsigned long seen = 0;
 	for (;;) {
-		if (!spin_gen(p, seen)) {
+		if (!spin(p, gen_moved, seen)) {
 			pthread_mutex_lock(&p->mu);
 			p->sleepers++;
-			while (atomic_load_explicit(&p->gen, memory_order_acquire) == seen && !atomic_load(&p->quit))
+			while (!gen_moved(p, seen))
 				pthread_cond_wait(&p->go, &p->mu);
 			p->sleepers--;
 			pthread_mutex_unlock(&p->mu);
@@ -142,18 +154,13 @@ void pool_run(ss_pool *p, ss_pool_fn fn, void *ctx)
 		pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);
 	fn(ctx, 0, p->nth);
-	long t0 = now_ns();
-	for (unsigned i = 1; atomic_load_explicit(&p->pending, memory_order_acquire); i++) {
-		cpu_relax();
-		if (!(i & 255) && (sched_yield(), now_ns() - t0 > SPIN_NS)) {
-			pthread_mutex_lock(&p->mu);
-			p->waiting = 1;
-			while (atomic_load_explicit(&p->pending, memory_order_acquire))
-				pthread_cond_wait(&p->done, &p->mu);
-			p->waiting = 0;
-			pthread_mutex_unlock(&p->mu);
-			break;
-		}
+	if (!spin(p, job_done, 0)) {
+		pthread_mutex_lock(&p->mu);
+		p->waiting = 1;
+		while (!job_done(p, 0))
+			pthread_cond_wait(&p->done, &p->mu);
+		p->waiting = 0;
+		pthread_mutex_unlock(&p->mu);
 	}
 }
 
