@@ -607,8 +607,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		if (f->o.progress)
 			f->o.progress(f->o.progress_ctx, l, (int)L);
 	}
-	model_layer_release(f->m, (int)L);
-	model_release_all(f->m);
+	model_release_all(f->m);   /* layer L and anything else still mapped */
 	if (h_out)
 		memcpy(h_out, x, sizeof(float) * (size_t)(T * f->D));
 	return 0;

@@ -105,66 +105,52 @@ uint16_t st_f32_to_bf16(float f)
 /* elements from which st_to_f32 writes with non-temporal stores (1 MiB of f32) */
 #define ST_STREAM_MIN (1L << 18)
 
+/* Element i of a bf16 / f16 tensor (tensor data need not be 2-byte aligned). */
+static inline float half_at(const uint16_t *s, long i, int bf16)
+{
+	uint16_t h;
+	memcpy(&h, s + i, sizeof h);
+	return bf16 ? st_bf16_to_f32(h) : st_f16_to_f32(h);
+}
+
+#if defined __AVX2__ && defined __F16C__
+#define ST_SIMD 1
+/* Eight elements from s: bf16 is the high half of an f32; f16 by F16C. */
+static inline __m256 half8(const uint16_t *s, int bf16)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)s);
+	if (bf16)
+		return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+	return _mm256_cvtph_ps(v);
+}
+#endif
+
 void st_to_f32(float *dst, const st_tensor *t, long off, long n)
 {
 	if (t->dtype == ST_F32) {
 		memcpy(dst, (const float *)t->data + off, (size_t)n * 4);
-	} else if (t->dtype == ST_BF16) {
-		const uint16_t *s = (const uint16_t *)t->data + off;
-		uint32_t *d = (uint32_t *)dst;
-		long i = 0;
-#ifdef __AVX2__
-		if (n >= ST_STREAM_MIN) {
-			/* a whole weight matrix: non-temporal stores skip reading
-			 * the destination's cache lines first (a third of the
-			 * traffic); the data is not read back before it would have
-			 * left the cache anyway */
-			for (; ((uintptr_t)(d + i) & 31) && i < n; i++) {
-				uint16_t h;
-				memcpy(&h, s + i, sizeof h);
-				d[i] = (uint32_t)h << 16;
-			}
-			for (; i + 8 <= n; i += 8) {
-				__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
-				_mm256_stream_si256((__m256i *)(d + i), _mm256_slli_epi32(v, 16));
-			}
-			_mm_sfence();
-		}
-		for (; i + 8 <= n; i += 8) {
-			__m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
-			_mm256_storeu_si256((__m256i *)(d + i), _mm256_slli_epi32(v, 16));
-		}
-#endif
-		for (; i < n; i++) { /* tensor data need not be 2-byte aligned */
-			uint16_t h;
-			memcpy(&h, s + i, sizeof h);
-			d[i] = (uint32_t)h << 16;
-		}
-	} else {
-		const uint16_t *s = (const uint16_t *)t->data + off;
-		long i = 0;
-#if defined __F16C__ && defined __AVX2__
-		if (n >= ST_STREAM_MIN) {   /* as for bf16 */
-			for (; ((uintptr_t)(dst + i) & 31) && i < n; i++) {
-				uint16_t h;
-				memcpy(&h, s + i, sizeof h);
-				dst[i] = st_f16_to_f32(h);
-			}
-			for (; i + 8 <= n; i += 8)
-				_mm256_stream_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-			_mm_sfence();
-		}
-#endif
-#ifdef __F16C__
-		for (; i + 8 <= n; i += 8)
-			_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-#endif
-		for (; i < n; i++) {
-			uint16_t h;
-			memcpy(&h, s + i, sizeof h);
-			dst[i] = st_f16_to_f32(h);
-		}
+		return;
 	}
+	const uint16_t *s = (const uint16_t *)t->data + off;
+	int bf16 = t->dtype == ST_BF16;
+	long i = 0;
+#ifdef ST_SIMD
+	if (n >= ST_STREAM_MIN) {
+		/* a whole weight matrix: non-temporal stores skip reading the
+		 * destination's cache lines first (a third of the traffic); the
+		 * data is not read back before it would have left the cache
+		 * anyway */
+		for (; ((uintptr_t)(dst + i) & 31) && i < n; i++)
+			dst[i] = half_at(s, i, bf16);
+		for (; i + 8 <= n; i += 8)
+			_mm256_stream_ps(dst + i, half8(s + i, bf16));
+		_mm_sfence();
+	}
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, half8(s + i, bf16));
+#endif
+	for (; i < n; i++)
+		dst[i] = half_at(s, i, bf16);
 }
 
 /* The mapping holding [p, p + len), with the range rounded out to whole
