@@ -159,11 +159,11 @@ static int jcopy(ld *L, json_t *o, const char *key, const char *path, char **out
 	return 0;
 }
 
-static void *grow(void *p, size_t *cap, size_t n, size_t size)
+void *tok_grow(void *p, size_t *cap, size_t n, size_t size, size_t first)
 {
 	if (n < *cap)
 		return p;
-	size_t c = *cap ? *cap * 2 : 4;
+	size_t c = *cap ? *cap * 2 : first;
 	void *q = realloc(p, c * size);
 	if (q)
 		*cap = c;
@@ -215,7 +215,7 @@ static int parse_normalizer(ld *L, json_t *o, const char *path, size_t *cap)
 		}
 	} else
 		return bad(L, tp, "unsupported normalizer '%s'", type);
-	tok_norm *v = grow(t->norm, cap, t->n_norm, sizeof *v);
+	tok_norm *v = tok_grow(t->norm, cap, t->n_norm, sizeof *v, 4);
 	if (!v)
 		return ss_err_set(L->e, "out of memory");
 	t->norm = v;
@@ -292,7 +292,7 @@ static int parse_pre(ld *L, json_t *o, const char *path, size_t *cap)
 		size_t jsz = 0;
 		pr.jit = pcre2_pattern_info(pr.re, PCRE2_INFO_JITSIZE, &jsz) == 0 && jsz > 0;
 	}
-	tok_pre *v = grow(t->pre, cap, t->n_pre, sizeof *v);
+	tok_pre *v = tok_grow(t->pre, cap, t->n_pre, sizeof *v, 4);
 	if (!v)
 		return ss_err_set(L->e, "out of memory");
 	t->pre = v;
@@ -354,7 +354,7 @@ static int parse_dec(ld *L, json_t *o, const char *path, size_t *cap)
 		d.stop = json_is_integer(b) ? (int)json_integer_value(b) : 0;
 	} else
 		return bad(L, tp, "unsupported decoder '%s'", type);
-	tok_dec *v = grow(t->dec, cap, t->n_dec, sizeof *v);
+	tok_dec *v = tok_grow(t->dec, cap, t->n_dec, sizeof *v, 4);
 	if (!v)
 		return ss_err_set(L->e, "out of memory");
 	t->dec = v;

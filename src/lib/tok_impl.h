@@ -18,6 +18,11 @@ int tok_buf_put(tok_buf *b, const void *s, size_t n, ss_err *e);
 
 uint64_t tok_hash(const void *p, size_t n);
 
+/* Room for element n of the array p (cap elements of size bytes): doubles
+ * cap from `first` when full.  Returns the (maybe moved) array, NULL when
+ * out of memory (p is then still valid). */
+void *tok_grow(void *p, size_t *cap, size_t n, size_t size, size_t first);
+
 /* Open-addressing map from byte strings to ids; the strings live in the
  * tokenizer (str/len arrays indexed by id), the map holds ids only. */
 typedef struct tok_strmap {

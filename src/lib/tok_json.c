@@ -121,14 +121,10 @@ static int push(jp *P, jframe f)
 {
 	if (P->depth >= MAXDEPTH)
 		return invalid(P, "maximum parsing depth reached");
-	if (P->depth == P->cap) {
-		size_t cap = P->cap ? 2 * P->cap : 32;
-		jframe *s = realloc(P->st, cap * sizeof *s);
-		if (!s)
-			return oom(P);
-		P->st = s;
-		P->cap = cap;
-	}
+	jframe *s = tok_grow(P->st, &P->cap, P->depth, sizeof *s, 32);
+	if (!s)
+		return oom(P);
+	P->st = s;
 	P->st[P->depth++] = f;
 	return 1;
 }
@@ -161,14 +157,10 @@ static int attach(jp *P, json_t *v)
 static int merge_push(jp *P, size_t off, uint32_t alen, uint32_t blen, int form)
 {
 	tok_bulk *b = P->b;
-	if (b->n_merge == b->cap_merge) {
-		size_t cap = b->cap_merge ? 2 * b->cap_merge : 1024;
-		tok_bulk_merge *m = realloc(b->merge, cap * sizeof *m);
-		if (!m)
-			return oom(P);
-		b->merge = m;
-		b->cap_merge = cap;
-	}
+	tok_bulk_merge *m = tok_grow(b->merge, &b->cap_merge, b->n_merge, sizeof *m, 1024);
+	if (!m)
+		return oom(P);
+	b->merge = m;
 	b->merge[b->n_merge++] = (tok_bulk_merge){off, alen, blen, form};
 	return 1;
 }
@@ -201,14 +193,10 @@ static int vocab_id(jp *P, long long v)
 		odd_value(P, top(P));
 		return 1;
 	}
-	if (b->n_vocab == b->cap_vocab) {
-		size_t cap = b->cap_vocab ? 2 * b->cap_vocab : 1024;
-		tok_bulk_vocab *p = realloc(b->vocab, cap * sizeof *p);
-		if (!p)
-			return oom(P);
-		b->vocab = p;
-		b->cap_vocab = cap;
-	}
+	tok_bulk_vocab *p = tok_grow(b->vocab, &b->cap_vocab, b->n_vocab, sizeof *p, 1024);
+	if (!p)
+		return oom(P);
+	b->vocab = p;
 	b->vocab[b->n_vocab++] = (tok_bulk_vocab){P->vkey_off, (uint32_t)P->vkey_len, (int32_t)v};
 	return 1;
 }
