@@ -170,24 +170,9 @@ typedef struct heap {
 	int32_t *i;
 } heap;
 
-static void heap_push(heap *h, double d, int32_t i)
+/* Put (d, i) in place of the root of the max-heap h and sift it down. */
+static void heap_sift(heap *h, double d, int32_t i)
 {
-	if (h->n < h->k) {
-		long c = h->n++;
-		while (c > 0) {
-			long p = (c - 1) / 2;
-			if (h->d[p] >= d)
-				break;
-			h->d[c] = h->d[p];
-			h->i[c] = h->i[p];
-			c = p;
-		}
-		h->d[c] = d;
-		h->i[c] = i;
-		return;
-	}
-	if (d >= h->d[0])
-		return;
 	long c = 0;
 	for (;;) {
 		long l = 2 * c + 1, r = l + 1, m = c;
@@ -206,6 +191,26 @@ static void heap_push(heap *h, double d, int32_t i)
 	}
 	h->d[c] = d;
 	h->i[c] = i;
+}
+
+static void heap_push(heap *h, double d, int32_t i)
+{
+	if (h->n < h->k) {
+		long c = h->n++;
+		while (c > 0) {
+			long p = (c - 1) / 2;
+			if (h->d[p] >= d)
+				break;
+			h->d[c] = h->d[p];
+			h->i[c] = h->i[p];
+			c = p;
+		}
+		h->d[c] = d;
+		h->i[c] = i;
+		return;
+	}
+	if (d < h->d[0])
+		heap_sift(h, d, i);
 }
 
 static void vp_search(const vptree *t, int32_t node, const float *q, int32_t self, heap *h,
@@ -265,39 +270,16 @@ static void knn_chunk(void *c, long lo, long hi, int tid)
 		double tau = DBL_MAX;
 		vp_search(x->t, 0, x->t->X + (size_t)i * x->t->d, (int32_t)i, &h, &tau);
 		/* heap sort: pop the largest to the end */
-		int m = h.n;
 		int32_t *oi = x->idx + (size_t)i * k;
 		float *od = x->dist2 + (size_t)i * k;
 		while (h.n > 0) {
 			int last = h.n - 1;
 			oi[last] = h.i[0];
 			od[last] = (float)(h.d[0] * h.d[0]);
-			double d = h.d[last];
-			int32_t ii = h.i[last];
 			h.n--;
-			if (h.n > 0) {
-				/* sift the last element down from the root */
-				long c = 0;
-				for (;;) {
-					long l = 2 * c + 1, r = l + 1, mm = c;
-					double md = d;
-					if (l < h.n && h.d[l] > md) {
-						mm = l;
-						md = h.d[l];
-					}
-					if (r < h.n && h.d[r] > md)
-						mm = r;
-					if (mm == c)
-						break;
-					h.d[c] = h.d[mm];
-					h.i[c] = h.i[mm];
-					c = mm;
-				}
-				h.d[c] = d;
-				h.i[c] = ii;
-			}
+			if (h.n > 0)   /* the last element, sifted down from the root */
+				heap_sift(&h, h.d[last], h.i[last]);
 		}
-		(void)m;
 	}
 	free(hd);
 	free(hi_);
