@@ -761,6 +761,17 @@ static int run_one(int argc, char **argv, ss_model *Mp, const seq *q, const tok 
 		        T, L, threads, t1 - t0, (double)T / (t1 - t0), cap.write_s, t1 - t0 - cap.write_s,
 		        (double)T / (t1 - t0 - cap.write_s), t2 - t1, c1 - c0,
 		        (double)T * (double)threads / (c1 - c0), threads);
+	if (timings) {
+		ss_fwd_times ft;
+		fwd_times(fwd, &ft);
+		double rest = t1 - t0 - ft.linear - ft.attention - ft.convert - ft.rows - ft.pages;
+		fprintf(stderr, PROG ": time: projections %.3f s (%.6g GFLOP, %.1f GFLOP/s), attention %.3f s "
+		        "(%.6g GFLOP, %.1f GFLOP/s), weight conversion %.3f s, row kernels %.3f s, paging %.3f s, "
+		        "rest %.3f s\n",
+		        ft.linear, ft.linear_flop / 1e9, ft.linear_flop / ft.linear / 1e9, ft.attention,
+		        ft.attention_flop / 1e9, ft.attention_flop / ft.attention / 1e9, ft.convert, ft.rows,
+		        ft.pages, rest);
+	}
 	rc = 0;
 done:
 	fwd_free(fwd);

@@ -13,6 +13,7 @@
 #include "attention.h"
 #include "kernels.h"
 #include "pool.h"
+#include "progress.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -58,6 +59,7 @@ struct ss_fwd {
 	float *rnorm;                /* [maxT] */
 	float *bnorm;                /* [B] scratch norms */
 	ss_attn *attn;
+	ss_fwd_times tm;
 };
 
 /* ---- parallel helpers ------------------------------------------------ */
@@ -97,7 +99,23 @@ static void gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, co
                  long ldw, float *C, long ldc, const float *bias)
 {
 	gemm_job j = {M, N, K, A, lda, W, ldw, C, ldc, bias};
+	double t = ss_now();
 	pool_run(f->pool, gemm_task, &j);
+	f->tm.linear += ss_now() - t;
+	f->tm.linear_flop += 2.0 * (double)M * (double)N * (double)K;
+}
+
+/* pool_run(fn, ctx), its time added to *acc */
+static void timed_run(ss_fwd *f, double *acc, ss_pool_fn fn, void *ctx)
+{
+	double t = ss_now();
+	pool_run(f->pool, fn, ctx);
+	*acc += ss_now() - t;
+}
+
+void fwd_times(const ss_fwd *f, ss_fwd_times *t)
+{
+	*t = f->tm;
 }
 
 /* ---- layer weights ----------------------------------------------------- */
@@ -189,7 +207,7 @@ static void load_layer(ss_fwd *f, int l)
 	}
 	ADD(f->wd, w->w_down);
 #undef ADD
-	pool_run(f->pool, conv_task, &j);
+	timed_run(f, &f->tm.convert, conv_task, &j);
 	f->cur = l;
 }
 
@@ -414,6 +432,16 @@ static int hook(ss_fwd *f, int l, ss_hook_point p, long t0, long n, float *x, ss
 	return 0;
 }
 
+/* query-key pairs that causal attention (within the window w, 0 = none)
+ * scores for queries t0..t0+n-1 */
+static double visible_pairs(long w, long t0, long n)
+{
+	long cut = t0 + n;   /* queries i < cut see i + 1 keys, the rest w */
+	if (w > 0 && w - 1 < cut)
+		cut = w - 1 > t0 ? w - 1 : t0;
+	return (double)(cut - t0) * (double)(t0 + 1 + cut) / 2 + (double)(t0 + n - cut) * (double)w;
+}
+
 /* ---- the layer ------------------------------------------------------------ */
 
 static int layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *vc,
@@ -430,17 +458,20 @@ static int layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *
 	for (long b = 0; b < n; b += B) {
 		long nb = n - b < B ? n - b : B;
 		rows_job j = {.f = f, .n = nb, .in = x + b * D, .out = f->xn, .w = f->in_norm};
-		pool_run(f->pool, norm_task, &j);
+		timed_run(f, &f->tm.rows, norm_task, &j);
 		gemm(f, nb, f->qkvdim, D, f->xn, D, f->wqkv, D, f->qkv, f->qkvdim, f->bqkv);
 		rows_job q = {.f = f, .n = nb, .t0 = t0 + b, .qdst = f->q + b * f->qdim,
 		              .kc = kc + (t0 + b) * f->kvdim, .vc = vc + (t0 + b) * f->kvdim};
-		pool_run(f->pool, qkv_task, &q);
+		timed_run(f, &f->tm.rows, qkv_task, &q);
 	}
 	if (f->o.kv && f->o.kv(f->o.kv_ctx, l, t0, n, kc + t0 * f->kvdim, vc + t0 * f->kvdim, f->kvdim))
 		return ss_err_set(e, "layer %d: stopped by the key/value callback", l);
 	/* attention: f->q becomes the attention output o [n, qdim] */
+	double ta = ss_now();
 	if (attn_run(f->attn, f->pool, f->q, t0, n, kc, vc, recv_sum, ld, e) < 0)
 		return -1;
+	f->tm.attention += ss_now() - ta;
+	f->tm.attention_flop += 4.0 * (double)(f->hd * f->H) * visible_pairs(f->c->sliding_window, t0, n);
 	/* output projection, MLP */
 	float *an = f->bnorm;
 	for (long b = 0; b < n; b += B) {
@@ -452,27 +483,27 @@ static int layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *
 		float *na = attn_norm ? attn_norm + b : an;
 		rows_job r = {.f = f, .n = nb, .in = f->a, .add = xb, .norm = na, .w = f->post_norm,
 		              .out = f->xn};
-		pool_run(f->pool, resid_task, &r);
+		timed_run(f, &f->tm.rows, resid_task, &r);
 		if (check_finite(na, nb, l, "attn_out", t0 + b, e) < 0)
 			return -1;
 		if (f->o.hook && hook(f, l, SS_HOOK_MLP_IN, t0 + b, nb, f->xn, e) < 0)
 			return -1;
 		gemm(f, nb, 2 * f->F, D, f->xn, D, f->wgu, D, f->gu, 2 * f->F, f->bgu);
 		rows_job s = {.f = f, .n = nb};
-		pool_run(f->pool, silu_task, &s);
+		timed_run(f, &f->tm.rows, silu_task, &s);
 		gemm(f, nb, D, f->F, f->gu, 2 * f->F, f->wd, f->F, f->mo, D, f->bd);
 		if (f->o.hook && hook(f, l, SS_HOOK_MLP_OUT, t0 + b, nb, f->mo, e) < 0)
 			return -1;
 		float *nm = mlp_norm ? mlp_norm + b : an;
 		rows_job mj = {.f = f, .n = nb, .in = f->mo, .add = xb, .norm = nm};
-		pool_run(f->pool, resid_task, &mj);
+		timed_run(f, &f->tm.rows, resid_task, &mj);
 		if (check_finite(nm, nb, l, "mlp_out", t0 + b, e) < 0)
 			return -1;
 		if (f->o.hook && hook(f, l, SS_HOOK_RESID, t0 + b, nb, xb, e) < 0)
 			return -1;
 		if (resid_norm) {
 			rows_job rn = {.f = f, .n = nb, .in = xb, .norm = resid_norm + b};
-			pool_run(f->pool, resid_task, &rn);
+			timed_run(f, &f->tm.rows, resid_task, &rn);
 			if (check_finite(resid_norm + b, nb, l, "resid", t0 + b, e) < 0)
 				return -1;
 		}
@@ -593,7 +624,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		/* release layer l-1, prefetch layer l+1: page-table work of a few
 		 * ms per layer, on two threads at once */
 		pages_job pj = {f->m, l - 1, l + 1};
-		pool_run(f->pool, pages_task, &pj);
+		timed_run(f, &f->tm.pages, pages_task, &pj);
 		if (layer(f, l, x, 0, T, f->k, f->v, rs, T, st->attn_out_norm ? st->attn_out_norm + (l - 1) * T : NULL,
 		          st->mlp_out_norm ? st->mlp_out_norm + (l - 1) * T : NULL, f->rnorm, e) < 0)
 			return ss_err_prefix(e, "%s", dir);

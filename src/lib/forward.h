@@ -98,6 +98,15 @@ int fwd_layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *vc,
               double *recv_sum, long ld, float *attn_norm, float *mlp_norm, ss_err *e);
 int fwd_logits(ss_fwd *f, const float *x, long n, float *logits, ss_err *e);
 
+/* Where the time of everything run so far went (wall seconds, summed over
+ * calls), and the FLOPs of the projections (2 M N K per product) and of
+ * attention (2 x 2 x head_dim per visible query-key pair and head). */
+typedef struct ss_fwd_times {
+	double linear, attention, convert, rows, pages;   /* seconds */
+	double linear_flop, attention_flop;
+} ss_fwd_times;
+void fwd_times(const ss_fwd *f, ss_fwd_times *t);
+
 /* Bytes of memory the forward pass allocates for T tokens (excluding the
  * mapped weights and any caller buffers). */
 double fwd_memory_estimate(const ss_config *c, long T, int threads, long block);

@@ -3,20 +3,21 @@
 # 896, 24 layers, 14 heads, 2 KV heads, head_dim 64, intermediate 4864,
 # vocab 151936, q/k/v bias, tied, bf16), generated into $SS_BUILD/bench
 # (never committed), at T=512 and T=2048 with 2 threads:
-#   - tokens/s with stats only, and with all four components on all layers
-#     (the time spent writing activations is reported apart);
-#   - the tokens/s implied by OpenBLAS's own sgemm GFLOP/s at this model's
-#     shapes, measured in the same run (tests/tools/gemmbench.c; model FLOPs
-#     include attention at that T);
+#   - the stats-only prefill against the tokens/s implied by OpenBLAS's own
+#     sgemm GFLOP/s at this model's shapes (model FLOPs include attention at
+#     that T), interleaved in one process: ref, (prefill, ref) x ROUNDS
+#     (tests/tools/prefillbench.c).  This machine's speed drifts by 10-20%
+#     within seconds, so each prefill is compared with the sgemm windows
+#     just before and after it, and the median over rounds is the figure;
+#   - actdump itself: tokens/s with stats only, and with all four components
+#     on all layers (the time spent writing activations is reported apart);
 #   - peak RSS (/usr/bin/time -v);
 #   - the CPU other processes used during each run (from /proc/stat, minus
 #     our own CPU time), in cores; a run with more than 0.25 cores of foreign
 #     load is marked LOADED.  Next to the wall-clock figures, "cpu" figures
 #     divide by our CPU time / threads, which moves less under load.
-# BENCH_T="512 2048 16384" adds the long stats-only run; BENCH_THREADS=N.
-# BENCH_REPS=N repeats (gemmbench, stats-only run) N times per length and
-# prints the median ratio: this machine's speed drifts by 10-20% over
-# minutes, so one pair can land on either side of the target.
+# BENCH_T="512 2048 16384" adds the long stats-only run; BENCH_THREADS=N;
+# BENCH_ROUNDS=N prefillbench rounds per length (default 5; 1 above 4096).
 set -u
 : "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BIN:=$SS_ROOT/bin}" "${SS_BUILD:=$SS_ROOT/build}"
 PY=/usr/bin/python3
@@ -50,22 +51,24 @@ run() {
 	t1=$(date +%s.%N); b1=$(busy)
 	if [ $rc -ne 0 ]; then echo "$name T=$T: actdump failed: $(head -2 "$B/err.txt")"; return 1; fi
 	local line rss own
-	line=$(grep '^actdump: ' "$B/err.txt" | tail -1)
+	line=$(grep '^actdump: [0-9]' "$B/err.txt" | tail -1)
 	rss=$(awk -F': ' '/Maximum resident/{print $2}' "$B/time.txt")
 	own=$(awk -F': ' '/User time/{u=$2} /System time/{s=$2} END{print u+s}' "$B/time.txt")
+	local brk
+	brk=$(grep '^actdump: time: ' "$B/err.txt" | tail -1 | sed 's/^actdump: time: //')
 	echo "$line" | awk -v name="$name" -v T="$T" -v rss="$rss" -v own="$own" -v b0="$b0" -v b1="$b1" \
-		-v hz="$hz" -v t0="$t0" -v t1="$t1" -v imp="$IMPLIED" -v impc="$IMPLIED_CPU" -v w="$wbytes" -v th="$TH" '{
+		-v hz="$hz" -v t0="$t0" -v t1="$t1" -v ref="${STATS_TOK:-0}" -v w="$wbytes" -v th="$TH" '{
 		for (i = 1; i <= NF; i++) {
-			if ($i == "forward") fw = $(i+1)
 			if ($i == "activations") wr = $(i+1)
-			if ($i == "compute") { comp = $(i+1); tok = substr($(i+3), 2) + 0 }
-			if ($i == "cpu") { cpu = $(i+1); tokc = substr($(i+3), 2) + 0 }
+			if ($i == "compute") tok = substr($(i+3), 2) + 0
+			if ($i == "cpu") tokc = substr($(i+3), 2) + 0
 		}
 		wall = t1 - t0; foreign = ((b1 - b0) / hz - own) / wall; if (foreign < 0) foreign = 0
-		printf "%-10s T=%-5d  %7.2f tok/s (%5.1f%% of sgemm-implied %.1f)  cpu %7.2f tok/s (%5.1f%% of %.1f)  write %6.2f s  peak RSS %6.0f MiB (weights + %.2f GiB)  foreign load %.2f cores%s\n",
-			name, T, tok, 100 * tok / imp, imp, tokc, 100 * tokc / impc, impc, wr, rss / 1024,
-			(rss * 1024 - w) / 1073741824, foreign, (foreign > 0.25 ? "  LOADED" : "")
+		printf "%-10s T=%-5d  %7.2f tok/s  cpu %7.2f tok/s%s  write %6.2f s  peak RSS %6.0f MiB (weights + %.2f GiB)  foreign load %.2f cores%s\n",
+			name, T, tok, tokc, (ref > 0 ? sprintf(" (compute time %+.1f%% vs stats)", 100 * (ref / tok - 1)) : ""),
+			wr, rss / 1024, (rss * 1024 - w) / 1073741824, foreign, (foreign > 0.25 ? "  LOADED" : "")
 	}'
+	echo "#            time: $brk"
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads"
@@ -74,28 +77,20 @@ for T in ${BENCH_T:-512 2048}; do
 	[ -f "$B/ids$T" ] || $PY -c "
 import numpy as np; r = np.random.default_rng($T)
 print(' '.join(map(str, [1] + list(r.integers(0, 151936, $T - 1)))))" >"$B/ids$T"
-	ratios=
-	for rep in $(seq "${BENCH_REPS:-1}"); do
-		g=$("$SS_BUILD/tools/gemmbench" "$M" "$T" "$TH")
-		echo "# gemmbench: $g"
-		IMPLIED=$(echo "$g" | sed -n 's/.* implied_tok_s=\([0-9.]*\).*/\1/p')
-		IMPLIED_CPU=$(echo "$g" | sed -n 's/.*implied_tok_s_cpu=\([0-9.]*\).*/\1/p')
-		line=$(run stats "$T" -o "$B/stats.h5")
-		echo "$line"
-		ratios="$ratios $(echo "$line" | sed -n 's/.*tok\/s ( *\([0-9.]*\)% of sgemm-implied.*/\1/p')"
-		rm -f "$B/stats.h5"
-	done
-	if [ "${BENCH_REPS:-1}" -gt 1 ]; then
-		echo "$ratios" | tr ' ' '\n' | grep . | sort -n | awk -v T="$T" '{r[NR] = $1}
-			END {printf "# stats T=%d: median %.1f%% of sgemm-implied over %d (gemmbench, run) pairs (min %.1f%%, max %.1f%%)\n",
-			     T, NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2, NR, r[1], r[NR]}'
-	fi
+	rounds=${BENCH_ROUNDS:-5}
+	[ "$T" -gt 4096 ] && rounds=${BENCH_ROUNDS:-1}
+	"$SS_BUILD/tools/prefillbench" "$M" "$T" "$TH" "$rounds" || exit 1
+	STATS_TOK=0
+	sline=$(run stats "$T" -o "$B/stats.h5")
+	echo "$sline"
+	STATS_TOK=$(echo "$sline" | awk 'NR == 1 {print $3}')
+	rm -f "$B/stats.h5"
 	if [ "$T" -le 4096 ]; then
 		run all-acts "$T" -o "$B/acts.h5" --acts resid,attn_out,mlp_in,mlp_out
 		echo "#            (all-acts file: $(du -m "$B/acts.h5" 2>/dev/null | cut -f1) MiB)"
 		rm -f "$B/acts.h5"
 	fi
 done
-echo "# targets: stats >= 85% of sgemm-implied; all-acts compute within 15% of stats;"
+echo "# targets: stats >= 85% of sgemm-implied (prefillbench median); all-acts compute within 15% of stats;"
 echo "#   peak RSS < weights + 1.5 GiB at T=2048 (+ 2 GiB stats-only at T=16384);"
 echo "#   llama.cpp BF16 on the issue's quiet machine: 123 tok/s (T=512), 93 (T=2048)"
