@@ -1,13 +1,14 @@
 /* prefillbench - the stats-only prefill against OpenBLAS's own sgemm,
  * interleaved in one process (tests/bench/actdump.sh).
- *   usage: prefillbench MODEL_DIR T THREADS ROUNDS
+ *   usage: prefillbench MODEL_DIR T THREADS ROUNDS   (ROUNDS 0: one ref window)
  *
  * This machine's speed drifts by 10-20% within seconds, so a sgemm figure
  * taken before a separate actdump process says little about the run that
  * follows.  Here the sequence is  ref, (prefill, ref) x ROUNDS:
  *   ref      the four projections of one layer (qkv, o, gate_up, down) as
  *            single sgemm calls with M = T and OpenBLAS's own threading,
- *            repeated for at least 1 s after a warm-up;
+ *            repeated at least 6 times and for at least 2 s after a
+ *            warm-up (the former gemmbench's statistic, and the mean);
  *   prefill  what actdump's stats-only run times: fwd_create, fwd_prefill
  *            with every statistic, fwd_free (random ids, the first 1).
  * Each prefill is compared with the mean of the two ref windows around it,
@@ -61,13 +62,14 @@ typedef struct ref_bufs {
 	double flop;         /* of one repetition */
 } ref_bufs;
 
-/* One ref window: sustained and best GFLOP/s. */
+/* One ref window: sustained and best GFLOP/s over at least 6 timed
+ * repetitions and 2 s after a warm-up, printed as a line of its own. */
 static void ref_window(const ref_bufs *r, int th, double *sust, double *best)
 {
 	openblas_set_num_threads(th);
 	double total = 0, bt = 1e30;
 	int reps = 0;
-	for (int rep = 0; rep < 4 || total < 1.0; rep++) {
+	for (int rep = 0; rep < 7 || total < 2.0; rep++) {
 		double t0 = ss_now();
 		for (int i = 0; i < 4; i++)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)r->T, (int)r->shp[i][0],
@@ -82,6 +84,8 @@ static void ref_window(const ref_bufs *r, int th, double *sust, double *best)
 	}
 	*sust = r->flop * reps / total / 1e9;
 	*best = r->flop / bt / 1e9;
+	printf("ref: sgemm %.1f GFLOP/s sustained over %d repetitions (%.2f s), best %.1f\n", *sust, reps,
+	       total, *best);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -112,8 +116,8 @@ int main(int argc, char **argv)
 	}
 	const ss_config *c = &m.c;
 	long T = atol(argv[2]), th = atol(argv[3]), rounds = atol(argv[4]);
-	if (T < 1 || th < 1 || rounds < 1) {
-		fprintf(stderr, "prefillbench: T, THREADS and ROUNDS must be positive\n");
+	if (T < 1 || th < 1 || rounds < 0) {
+		fprintf(stderr, "prefillbench: T and THREADS must be positive, ROUNDS at least 0\n");
 		return 2;
 	}
 	long D = c->dim, F = c->hidden, q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
@@ -135,7 +139,7 @@ int main(int argc, char **argv)
 		calloc((size_t)((c->n_layers + 1) * T), 4), calloc((size_t)((c->n_layers + 1) * T), 4),
 		calloc((size_t)(c->n_layers * T), 4), calloc((size_t)(c->n_layers * T), 4),
 		calloc((size_t)(c->n_layers * c->n_heads * T), 4)};
-	double *ratio = malloc(sizeof(double) * 4 * (size_t)rounds);
+	double *ratio = malloc(sizeof(double) * 4 * (size_t)(rounds + 1));
 	if (!r.A || !r.W || !r.C || !ids || !st.resid_norm || !st.resid_cos0 || !st.attn_out_norm ||
 	    !st.mlp_out_norm || !st.recv || !ratio) {
 		fprintf(stderr, "prefillbench: out of memory\n");
@@ -201,15 +205,17 @@ int main(int argc, char **argv)
 		sust0 = sust1;
 		best0 = best1;
 	}
-	double mq = median(qs, nq), mqb = median(qb, nq);
-	double lo = 1e30, hi = 0;
-	for (long k = 0; k < rounds; k++) {
-		lo = rs[k] < lo ? rs[k] : lo;
-		hi = rs[k] > hi ? rs[k] : hi;
+	if (rounds > 0) {
+		double mq = median(qs, nq), mqb = median(qb, nq);
+		double lo = 1e30, hi = 0;
+		for (long k = 0; k < rounds; k++) {
+			lo = rs[k] < lo ? rs[k] : lo;
+			hi = rs[k] > hi ? rs[k] : hi;
+		}
+		printf("summary T=%ld: median %.1f%% of sustained sgemm-implied (%.1f%% of best) over %ld rounds "
+		       "(min %.1f%%, max %.1f%%); quiet rounds %d: median %.1f%% (%.1f%% of best)\n",
+		       T, median(rs, (int)rounds), median(rb, (int)rounds), rounds, lo, hi, nq, mq, mqb);
 	}
-	printf("summary T=%ld: median %.1f%% of sustained sgemm-implied (%.1f%% of best) over %ld rounds "
-	       "(min %.1f%%, max %.1f%%); quiet rounds %d: median %.1f%% (%.1f%% of best)\n",
-	       T, median(rs, (int)rounds), median(rb, (int)rounds), rounds, lo, hi, nq, mq, mqb);
 	free(r.A);
 	free(r.W);
 	free(r.C);
