@@ -17,7 +17,8 @@
 #     load is marked LOADED.  Next to the wall-clock figures, "cpu" figures
 #     divide by our CPU time / threads, which moves less under load.
 # BENCH_T="512 2048 16384" adds the long stats-only run; BENCH_THREADS=N;
-# BENCH_ROUNDS=N prefillbench rounds per length (default 5; 1 above 4096).
+# BENCH_ROUNDS=N prefillbench rounds per length (default 5); above T=4096
+# the actdump run itself sits between two sgemm windows.
 set -u
 : "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BIN:=$SS_ROOT/bin}" "${SS_BUILD:=$SS_ROOT/build}"
 PY=/usr/bin/python3
@@ -77,14 +78,28 @@ for T in ${BENCH_T:-512 2048}; do
 	[ -f "$B/ids$T" ] || $PY -c "
 import numpy as np; r = np.random.default_rng($T)
 print(' '.join(map(str, [1] + list(r.integers(0, 151936, $T - 1)))))" >"$B/ids$T"
-	rounds=${BENCH_ROUNDS:-5}
-	[ "$T" -gt 4096 ] && rounds=${BENCH_ROUNDS:-1}
-	"$SS_BUILD/tools/prefillbench" "$M" "$T" "$TH" "$rounds" || exit 1
+	# long traces: one actdump run between two sgemm windows (a round of
+	# prefillbench would take as long again)
+	if [ "$T" -le 4096 ]; then
+		"$SS_BUILD/tools/prefillbench" "$M" "$T" "$TH" "${BENCH_ROUNDS:-5}" || exit 1
+	else
+		r0=$("$SS_BUILD/tools/prefillbench" "$M" "$T" "$TH" 0) || exit 1
+		echo "$r0"
+	fi
 	STATS_TOK=0
 	sline=$(run stats "$T" -o "$B/stats.h5")
 	echo "$sline"
 	STATS_TOK=$(echo "$sline" | awk 'NR == 1 {print $3}')
 	rm -f "$B/stats.h5"
+	if [ "$T" -gt 4096 ]; then
+		r1=$("$SS_BUILD/tools/prefillbench" "$M" "$T" "$TH" 0 | grep '^ref')
+		echo "$r1"
+		printf '%s\n%s\n' "$r0" "$r1" | awk -v tok="$STATS_TOK" -v T="$T" '
+			/^# prefillbench/ { for (i = 1; i <= NF; i++) if ($i == "model") mf = $(i+1) }
+			/^ref/ { s += $3; b += $(NF); n++ }
+			END { s /= n; b /= n; printf "# stats T=%d: %.1f%% of sustained sgemm-implied %.1f (%.1f%% of best %.1f)\n",
+			      T, 100 * tok / (s * 1e3 / mf), s * 1e3 / mf, 100 * tok / (b * 1e3 / mf), b * 1e3 / mf }'
+	fi
 	if [ "$T" -le 4096 ]; then
 		run all-acts "$T" -o "$B/acts.h5" --acts resid,attn_out,mlp_in,mlp_out
 		echo "#            (all-acts file: $(du -m "$B/acts.h5" 2>/dev/null | cut -f1) MiB)"

@@ -7,7 +7,7 @@
  * follows.  Here the sequence is  ref, (prefill, ref) x ROUNDS:
  *   ref      the four projections of one layer (qkv, o, gate_up, down) as
  *            single sgemm calls with M = T and OpenBLAS's own threading,
- *            repeated at least 6 times and for at least 2 s after a
+ *            repeated at least 6 times (or for 10 s) and for at least 2 s after a
  *            warm-up (the former gemmbench's statistic, and the mean);
  *   prefill  what actdump's stats-only run times: fwd_create, fwd_prefill
  *            with every statistic, fwd_free (random ids, the first 1).
@@ -63,13 +63,13 @@ typedef struct ref_bufs {
 } ref_bufs;
 
 /* One ref window: sustained and best GFLOP/s over at least 6 timed
- * repetitions and 2 s after a warm-up, printed as a line of its own. */
+ * repetitions (or 10 s) and 2 s after a warm-up, printed as a line of its own. */
 static void ref_window(const ref_bufs *r, int th, double *sust, double *best)
 {
 	openblas_set_num_threads(th);
 	double total = 0, bt = 1e30;
 	int reps = 0;
-	for (int rep = 0; rep < 7 || total < 2.0; rep++) {
+	for (int rep = 0; (rep < 7 && total < 10.0) || total < 2.0; rep++) {
 		double t0 = ss_now();
 		for (int i = 0; i < 4; i++)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)r->T, (int)r->shp[i][0],
