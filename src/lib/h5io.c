@@ -102,6 +102,23 @@ static int h5fail(ss_err *e, const ss_h5 *f, const char *path, const char *what)
 	return ss_err_set(e, "%s:%s: %s (HDF5: %s)", f->name, path, what, m);
 }
 
+/* Close an open id of any kind used here; -1 (not opened) is ignored, so
+ * every done: label is a plain list of the ids. */
+static void close_id(hid_t id)
+{
+	if (id < 0)
+		return;
+	switch (H5Iget_type(id)) {
+	case H5I_DATASET: H5Dclose(id); break;
+	case H5I_DATATYPE: H5Tclose(id); break;
+	case H5I_DATASPACE: H5Sclose(id); break;
+	case H5I_GENPROP_LST: H5Pclose(id); break;
+	case H5I_ATTR: H5Aclose(id); break;
+	case H5I_GROUP: H5Gclose(id); break;
+	default: H5Idec_ref(id); break;
+	}
+}
+
 const char *h5_name(const ss_h5 *f) { return f->name; }
 
 static ss_h5 *new_h5(const char *name, ss_err *e)
@@ -191,6 +208,26 @@ static herr_t img_free(void *ptr, H5FD_file_image_op_t op, void *ud) { return 0;
 static void *img_udata_copy(void *ud) { return ud; }
 static herr_t img_udata_free(void *ud) { return 0; }
 
+/* A name for an in-memory file: it only has to be unique among open files. */
+static void mem_name(char *nm, size_t cap, const char *base)
+{
+	static unsigned seq;
+	snprintf(nm, cap, "%s.%d.%u", base, (int)getpid(), seq++);
+}
+
+/* Map a regular, non-empty file privately (copy on write); NULL if not. */
+static void *map_private(int fd, size_t *len)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return NULL;
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	*len = (size_t)st.st_size;
+	return m;
+}
+
 static hid_t open_image(void *buf, size_t len, img_udata *u)
 {
 	u->buf = buf;
@@ -201,16 +238,62 @@ static hid_t open_image(void *buf, size_t len, img_udata *u)
 	if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0 &&
 	    H5Pset_file_image_callbacks(fapl, &cb) >= 0 && H5Pset_file_image(fapl, buf, len) >= 0) {
 		char nm[64];
-		static unsigned seq;
-		snprintf(nm, sizeof nm, "<stdin>.%d.%u", (int)getpid(), seq++);
+		mem_name(nm, sizeof nm, "<stdin>");
 		fid = H5Fopen(nm, H5F_ACC_RDONLY, fapl);
 	}
-	if (fapl >= 0)
-		H5Pclose(fapl);
+	close_id(fapl);
 	return fid;
 }
 
 static const unsigned char h5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+/* The stdin image: stdin mapped when it is a regular file, else read. */
+static int open_stdin(ss_h5 *f, ss_err *e)
+{
+	size_t len = 0;
+	void *img = NULL;
+	f->buf = ss_calloc(1, sizeof *f->buf, "file image", e);
+	if (!f->buf)
+		return -1;
+	f->buf->refs = 1;
+	if (lseek(0, 0, SEEK_CUR) == 0 && (img = map_private(0, &len)))
+		f->buf->image_mapped = 1;
+	if (!img && slurp_stdin(&img, &len, e))
+		return -1;
+	f->buf->image = img;
+	f->buf->image_len = len;
+	if (len == 0)
+		return ss_err_set(e, "<stdin>: empty input, expected an HDF5 file image");
+	if (len < 8 || memcmp(img, h5_signature, 8))
+		return ss_err_set(e, "<stdin>: not an HDF5 file (no HDF5 signature)");
+	/* The buffer stays ours (freed in h5_close); HDF5 neither copies nor frees it. */
+	f->fid = open_image(img, len, &f->img_ud);
+	if (f->fid < 0)
+		return h5fail(e, f, "/", "cannot open HDF5 image (truncated or corrupt?)");
+	return 0;
+}
+
+static int open_file(ss_h5 *f, const char *path, ss_err *e)
+{
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return ss_err_errno(e, errno, "%s", path);
+	unsigned char sig[8];
+	size_t got = fread(sig, 1, 8, fp);
+	fclose(fp);
+	if (got == 0)
+		return ss_err_set(e, "%s: empty file, expected HDF5", path);
+	/* HDF5 also looks for a signature at 512, 1024 ... (user block);
+	 * let it decide when the first bytes are not the signature. */
+	if (H5Fis_hdf5(path) <= 0) {
+		H5Eclear2(H5E_DEFAULT);
+		return ss_err_set(e, "%s: not an HDF5 file", path);
+	}
+	f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+	if (f->fid < 0)
+		return h5fail(e, f, "/", "cannot open (truncated or corrupt?)");
+	return 0;
+}
 
 int h5_open(ss_h5 **out, const char *path, ss_err *e)
 {
@@ -220,76 +303,9 @@ int h5_open(ss_h5 **out, const char *path, ss_err *e)
 	ss_h5 *f = new_h5(in ? "<stdin>" : path, e);
 	if (!f)
 		return -1;
-	if (in) {
-		size_t len = 0;
-		void *img = NULL;
-		f->buf = ss_calloc(1, sizeof *f->buf, "file image", e);
-		if (!f->buf) {
-			free_h5(f);
-			return -1;
-		}
-		f->buf->refs = 1;
-		/* stdin redirected from a file: map it instead of copying */
-		struct stat st;
-		if (fstat(0, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-		    lseek(0, 0, SEEK_CUR) == 0) {
-			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, 0, 0);
-			if (m != MAP_FAILED) {
-				img = m;
-				len = (size_t)st.st_size;
-				f->buf->image_mapped = 1;
-			}
-		}
-		if (!img && slurp_stdin(&img, &len, e)) {
-			free_h5(f);
-			return -1;
-		}
-		f->buf->image = img;
-		f->buf->image_len = len;
-		if (len == 0) {
-			free_h5(f);
-			return ss_err_set(e, "<stdin>: empty input, expected an HDF5 file image");
-		}
-		if (len < 8 || memcmp(img, h5_signature, 8)) {
-			free_h5(f);
-			return ss_err_set(e, "<stdin>: not an HDF5 file (no HDF5 signature)");
-		}
-		/* The buffer stays ours (freed in h5_close); HDF5 neither copies nor frees it. */
-		f->fid = open_image(img, len, &f->img_ud);
-		if (f->fid < 0) {
-			h5fail(e, f, "/", "cannot open HDF5 image (truncated or corrupt?)");
-			free_h5(f);
-			return -1;
-		}
-	} else {
-		FILE *fp = fopen(path, "rb");
-		if (!fp) {
-			int err = errno;
-			free_h5(f);
-			return ss_err_errno(e, err, "%s", path);
-		}
-		unsigned char sig[8];
-		size_t got = fread(sig, 1, 8, fp);
-		fclose(fp);
-		if (got == 0) {
-			free_h5(f);
-			return ss_err_set(e, "%s: empty file, expected HDF5", path);
-		}
-		/* HDF5 also looks for a signature at 512, 1024 ... (user block);
-		 * let it decide when the first bytes are not the signature. */
-		htri_t is = H5Fis_hdf5(path);
-		if (is <= 0) {
-			H5Eclear2(H5E_DEFAULT);
-			free_h5(f);
-			return ss_err_set(e, "%s: not an HDF5 file", path);
-		}
-		f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-		if (f->fid < 0) {
-			h5fail(e, f, "/", "cannot open (truncated or corrupt?)");
-			free_h5(f);
-			return -1;
-		}
-		(void)sig;
+	if (in ? open_stdin(f, e) : open_file(f, path, e)) {
+		free_h5(f);
+		return -1;
 	}
 	*out = f;
 	return 0;
@@ -312,10 +328,8 @@ int h5_create(ss_h5 **out, const char *path, ss_err *e)
 			h5fail(e, f, "/", "cannot set up the in-memory file");
 			goto fail;
 		}
-		/* The name only has to be unique among open files. */
 		char nm[64];
-		static unsigned seq;
-		snprintf(nm, sizeof nm, "<stdout>.%d.%u", (int)getpid(), seq++);
+		mem_name(nm, sizeof nm, "<stdout>");
 		f->fid = H5Fcreate(nm, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
 		if (f->fid < 0) {
 			h5fail(e, f, "/", "cannot create the in-memory file");
@@ -339,8 +353,7 @@ int h5_create(ss_h5 **out, const char *path, ss_err *e)
 	*out = f;
 	return 0;
 fail:
-	if (fapl >= 0)
-		H5Pclose(fapl);
+	close_id(fapl);
 	h5_close(f);
 	return -1;
 }
@@ -517,29 +530,28 @@ int h5_shape(ss_h5 *f, const char *path, int *rank, size_t dims[H5IO_MAX_RANK], 
 	return rc;
 }
 
-/* Open, check class, rank and expected shape; returns the element count. */
-static hid_t open_checked(ss_h5 *f, const char *path, H5T_class_t cls, int rank,
-                          const size_t *expect, size_t *dims, size_t *count, ss_err *e)
+/* The stored type of d must be of class cls: "stored type is not ...". */
+static int check_class(ss_h5 *f, const char *path, hid_t d, H5T_class_t cls, ss_err *e)
 {
-	hid_t d = open_dset(f, path, e);
-	if (d < 0)
-		return -1;
 	hid_t t = H5Dget_type(d);
 	H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
-	if (t >= 0)
-		H5Tclose(t);
-	if (c != cls) {
-		ss_err_set(e, "%s:%s: stored type is not %s", f->name, path,
-		           cls == H5T_FLOAT ? "floating point" : "integer");
-		H5Dclose(d);
-		return -1;
-	}
+	close_id(t);
+	if (c == cls)
+		return 0;
+	const char *want = cls == H5T_FLOAT ? "floating point" : cls == H5T_INTEGER ? "integer"
+	                                                                             : "a string";
+	return ss_err_set(e, "%s:%s: stored type is not %s", f->name, path, want);
+}
+
+/* d must have rank `rank` and each nonzero expect[i]; *count gets the
+ * element count, dims (may be NULL) the shape. */
+static int check_shape(ss_h5 *f, const char *path, hid_t d, int rank, const size_t *expect,
+                       size_t *dims, size_t *count, ss_err *e)
+{
 	int r;
 	size_t dd[H5IO_MAX_RANK];
-	if (dset_shape(f, path, d, &r, dd, e)) {
-		H5Dclose(d);
+	if (dset_shape(f, path, d, &r, dd, e))
 		return -1;
-	}
 	int bad = r != rank;
 	for (int i = 0; !bad && i < rank && expect; i++)
 		if (expect[i] && expect[i] != dd[i])
@@ -552,24 +564,34 @@ static hid_t open_checked(ss_h5 *f, const char *path, H5T_class_t cls, int rank,
 		else
 			snprintf(want, sizeof want, "rank %d", rank);
 		if (r != rank && !expect)
-			ss_err_set(e, "%s:%s: shape %s, expected rank %d", f->name, path, got, rank);
-		else
-			ss_err_set(e, "%s:%s: shape %s, expected %s", f->name, path, got, want);
-		H5Dclose(d);
-		return -1;
+			return ss_err_set(e, "%s:%s: shape %s, expected rank %d", f->name, path, got,
+			                  rank);
+		return ss_err_set(e, "%s:%s: shape %s, expected %s", f->name, path, got, want);
 	}
 	size_t n = 1;
 	for (int i = 0; i < r; i++) {
-		if (dd[i] && n > SIZE_MAX / dd[i]) {
-			H5Dclose(d);
-			ss_err_set(e, "%s:%s: dataset too large", f->name, path);
-			return -1;
-		}
+		if (dd[i] && n > SIZE_MAX / dd[i])
+			return ss_err_set(e, "%s:%s: dataset too large", f->name, path);
 		n *= dd[i];
 		if (dims)
 			dims[i] = dd[i];
 	}
 	*count = n;
+	return 0;
+}
+
+/* Open, check class, rank and expected shape; returns the element count. */
+static hid_t open_checked(ss_h5 *f, const char *path, H5T_class_t cls, int rank,
+                          const size_t *expect, size_t *dims, size_t *count, ss_err *e)
+{
+	hid_t d = open_dset(f, path, e);
+	if (d < 0)
+		return -1;
+	if (check_class(f, path, d, cls, e) ||
+	    check_shape(f, path, d, rank, expect, dims, count, e)) {
+		H5Dclose(d);
+		return -1;
+	}
 	return d;
 }
 
@@ -619,21 +641,19 @@ static const unsigned char *file_bytes(ss_h5 *f, size_t *len)
 		int fd = open(f->name, O_RDONLY);
 		if (fd < 0)
 			return NULL;
-		struct stat st;
-		void *m = MAP_FAILED;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-			m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		size_t n = 0;
+		void *m = map_private(fd, &n);
 		close(fd);
-		if (m == MAP_FAILED)
+		if (!m)
 			return NULL;
 		f->buf = calloc(1, sizeof *f->buf);
 		if (!f->buf) {
-			munmap(m, (size_t)st.st_size);
+			munmap(m, n);
 			return NULL;
 		}
 		f->buf->refs = 1;
 		f->buf->map = m;
-		f->buf->map_len = (size_t)st.st_size;
+		f->buf->map_len = n;
 		f->map_failed = 0;
 	}
 	*len = f->buf->map_len;
@@ -656,10 +676,8 @@ int h5_view_f32(ss_h5 *f, const char *path, int rank, const size_t *expect, floa
 	hid_t t = H5Dget_type(d), pl = H5Dget_create_plist(d);
 	int ok = t >= 0 && pl >= 0 && H5Tequal(t, H5T_NATIVE_FLOAT) > 0 &&
 	         H5Tequal(t, H5T_IEEE_F32LE) > 0 && H5Pget_layout(pl) == H5D_CONTIGUOUS && n > 0;
-	if (t >= 0)
-		H5Tclose(t);
-	if (pl >= 0)
-		H5Pclose(pl);
+	close_id(t);
+	close_id(pl);
 	if (ok) {
 		haddr_t off = H5Dget_offset(d);
 		hsize_t sz = H5Dget_storage_size(d);
@@ -711,67 +729,72 @@ static int row_spaces(ss_h5 *f, const char *path, hid_t d, size_t start, size_t 
                       hid_t *fsp, hid_t *msp, ss_err *e)
 {
 	*fsp = *msp = -1;
-	hid_t sp = H5Dget_space(d);
+	hid_t sp = H5Dget_space(d), m = -1;
 	int r = sp >= 0 ? H5Sget_simple_extent_ndims(sp) : -1;
 	if (r < 1 || r > H5IO_MAX_RANK) {
-		if (sp >= 0)
-			H5Sclose(sp);
-		return ss_err_set(e, "%s:%s: expected an array", f->name, path);
+		ss_err_set(e, "%s:%s: expected an array", f->name, path);
+		goto fail;
 	}
 	hsize_t dims[H5IO_MAX_RANK], off[H5IO_MAX_RANK] = {0}, cnt[H5IO_MAX_RANK];
 	H5Sget_simple_extent_dims(sp, dims, NULL);
 	if (start > dims[0] || count > dims[0] - start) {
-		H5Sclose(sp);
-		return ss_err_set(e, "%s:%s: rows %zu..%zu out of range (%llu rows)", f->name, path,
-		                  start, start + count, (unsigned long long)dims[0]);
+		ss_err_set(e, "%s:%s: rows %zu..%zu out of range (%llu rows)", f->name, path, start,
+		           start + count, (unsigned long long)dims[0]);
+		goto fail;
 	}
 	for (int i = 0; i < r; i++)
 		cnt[i] = dims[i];
 	off[0] = start;
 	cnt[0] = count;
 	if (H5Sselect_hyperslab(sp, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) {
-		H5Sclose(sp);
-		return h5fail(e, f, path, "cannot select rows");
+		h5fail(e, f, path, "cannot select rows");
+		goto fail;
 	}
-	hid_t m = H5Screate_simple(r, cnt, NULL);
-	if (m < 0) {
-		H5Sclose(sp);
-		return h5fail(e, f, path, "cannot create memory space");
+	if ((m = H5Screate_simple(r, cnt, NULL)) < 0) {
+		h5fail(e, f, path, "cannot create memory space");
+		goto fail;
 	}
 	*fsp = sp;
 	*msp = m;
 	return 0;
+fail:
+	close_id(sp);
+	return -1;
 }
 
-int h5_read_f32_rows(ss_h5 *f, const char *path, size_t start, size_t count, float *buf,
-                     ss_err *e)
+/* Read rows [start, start+count) of a dataset as native floats into rbuf,
+ * or (writing) write them from wbuf. */
+static int rows_io(ss_h5 *f, const char *path, size_t start, size_t count, int writing,
+                   float *rbuf, const float *wbuf, ss_err *e)
 {
 	hid_t d = open_dset(f, path, e), fsp = -1, msp = -1;
 	int rc = -1;
 	if (d < 0)
 		return -1;
-	hid_t t = H5Dget_type(d);
-	H5T_class_t c = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
-	if (t >= 0)
-		H5Tclose(t);
-	if (c != H5T_FLOAT) {
-		ss_err_set(e, "%s:%s: stored type is not floating point", f->name, path);
+	if (!writing && check_class(f, path, d, H5T_FLOAT, e))
 		goto done;
-	}
 	if (row_spaces(f, path, d, start, count, &fsp, &msp, e))
 		goto done;
-	if (count && H5Dread(d, H5T_NATIVE_FLOAT, msp, fsp, H5P_DEFAULT, buf) < 0) {
+	if (count && !writing && H5Dread(d, H5T_NATIVE_FLOAT, msp, fsp, H5P_DEFAULT, rbuf) < 0) {
 		h5fail(e, f, path, "read failed (truncated file?)");
+		goto done;
+	}
+	if (count && writing && H5Dwrite(d, H5T_NATIVE_FLOAT, msp, fsp, H5P_DEFAULT, wbuf) < 0) {
+		h5fail(e, f, path, "write failed");
 		goto done;
 	}
 	rc = 0;
 done:
-	if (msp >= 0)
-		H5Sclose(msp);
-	if (fsp >= 0)
-		H5Sclose(fsp);
+	close_id(msp);
+	close_id(fsp);
 	H5Dclose(d);
 	return rc;
+}
+
+int h5_read_f32_rows(ss_h5 *f, const char *path, size_t start, size_t count, float *buf,
+                     ss_err *e)
+{
+	return rows_io(f, path, start, count, 0, buf, NULL, e);
 }
 
 void h5_free_strings(char **strs, size_t n)
@@ -783,21 +806,33 @@ void h5_free_strings(char **strs, size_t n)
 	free(strs);
 }
 
+/* The memory type to read strings stored as ft: same character set,
+ * variable length or ft's fixed width (NUL-padded). */
+static hid_t str_memtype(hid_t ft, int var)
+{
+	hid_t mt = H5Tcopy(H5T_C_S1);
+	H5Tset_cset(mt, H5Tget_cset(ft));
+	if (var) {
+		H5Tset_size(mt, H5T_VARIABLE);
+	} else {
+		H5Tset_size(mt, H5Tget_size(ft));
+		H5Tset_strpad(mt, H5T_STR_NULLPAD);
+	}
+	return mt;
+}
+
 int h5_read_strings(ss_h5 *f, const char *path, size_t *n, char ***strs, ss_err *e)
 {
 	*strs = NULL;
 	*n = 0;
 	hid_t d = open_dset(f, path, e), ft = -1, mt = -1, sp = -1;
 	int rc = -1;
-	char **out = NULL;
+	char **out = NULL, *raw = NULL;
 	size_t cnt = 0;
 	if (d < 0)
 		return -1;
-	ft = H5Dget_type(d);
-	if (ft < 0 || H5Tget_class(ft) != H5T_STRING) {
-		ss_err_set(e, "%s:%s: stored type is not a string", f->name, path);
+	if (check_class(f, path, d, H5T_STRING, e))
 		goto done;
-	}
 	int rank;
 	size_t dims[H5IO_MAX_RANK];
 	if (dset_shape(f, path, d, &rank, dims, e))
@@ -810,69 +845,42 @@ int h5_read_strings(ss_h5 *f, const char *path, size_t *n, char ***strs, ss_err 
 	out = ss_calloc(cnt ? cnt : 1, sizeof *out, path, e);
 	if (!out)
 		goto done;
+	ft = H5Dget_type(d);
 	sp = H5Dget_space(d);
-	htri_t var = H5Tis_variable_str(ft);
-	mt = H5Tcopy(H5T_C_S1);
-	H5Tset_cset(mt, H5Tget_cset(ft));
-	if (var > 0) {
-		H5Tset_size(mt, H5T_VARIABLE);
-		char **raw = ss_calloc(cnt ? cnt : 1, sizeof *raw, path, e);
-		if (!raw)
-			goto done;
-		if (cnt && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0) {
-			h5fail(e, f, path, "read failed");
-			free(raw);
-			goto done;
-		}
-		int bad = 0;
-		for (size_t i = 0; i < cnt && !bad; i++) {
-			out[i] = strdup(raw[i] ? raw[i] : "");
-			if (!out[i])
-				bad = 1;
-		}
-		if (cnt)
-			H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, raw);
-		free(raw);
-		if (bad) {
-			ss_err_set(e, "%s:%s: out of memory", f->name, path);
-			goto done;
-		}
-	} else {
-		size_t w = H5Tget_size(ft);
-		H5Tset_size(mt, w);
-		H5Tset_strpad(mt, H5T_STR_NULLPAD);
-		char *raw = ss_malloc(cnt ? cnt : 1, w, path, e);
-		if (!raw)
-			goto done;
-		if (cnt && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0) {
-			h5fail(e, f, path, "read failed");
-			free(raw);
-			goto done;
-		}
-		int bad = 0;
-		for (size_t i = 0; i < cnt && !bad; i++) {
-			out[i] = strndup(raw + i * w, w);
-			if (!out[i])
-				bad = 1;
-		}
-		free(raw);
-		if (bad) {
-			ss_err_set(e, "%s:%s: out of memory", f->name, path);
-			goto done;
-		}
+	int var = H5Tis_variable_str(ft) > 0;
+	size_t w = var ? sizeof(char *) : H5Tget_size(ft);
+	mt = str_memtype(ft, var);
+	/* variable length: an array of pointers; fixed: cnt strings of w bytes */
+	raw = var ? ss_calloc(cnt ? cnt : 1, w, path, e) : ss_malloc(cnt ? cnt : 1, w, path, e);
+	if (!raw)
+		goto done;
+	if (cnt && H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw) < 0) {
+		h5fail(e, f, path, "read failed");
+		goto done;
+	}
+	int bad = 0;
+	for (size_t i = 0; i < cnt && !bad; i++) {
+		const char *si = var ? ((char **)(void *)raw)[i] : raw + i * w;
+		out[i] = strndup(si ? si : "", var ? SIZE_MAX : w);
+		if (!out[i])
+			bad = 1;
+	}
+	if (var && cnt)
+		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, raw);
+	if (bad) {
+		ss_err_set(e, "%s:%s: out of memory", f->name, path);
+		goto done;
 	}
 	*strs = out;
 	*n = cnt;
 	out = NULL;
 	rc = 0;
 done:
+	free(raw);
 	h5_free_strings(out, cnt);
-	if (mt >= 0)
-		H5Tclose(mt);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (ft >= 0)
-		H5Tclose(ft);
+	close_id(mt);
+	close_id(sp);
+	close_id(ft);
 	H5Dclose(d);
 	return rc;
 }
@@ -887,40 +895,39 @@ static hid_t lcpl_intermediate(void)
 	return p;
 }
 
+/* Create dataset path (and its groups) of rank dims and type ftype with
+ * creation properties dcpl. */
+static hid_t create_dset(ss_h5 *f, const char *path, hid_t ftype, int rank,
+                         const hsize_t *hd, hid_t dcpl, ss_err *e)
+{
+	hid_t sp = H5Screate_simple(rank, hd, NULL), lc = lcpl_intermediate(), d = -1;
+	if (sp < 0 || lc < 0)
+		h5fail(e, f, path, "cannot create dataspace");
+	else if ((d = H5Dcreate2(f->fid, path, ftype, sp, lc, dcpl, H5P_DEFAULT)) < 0)
+		h5fail(e, f, path, "cannot create dataset");
+	close_id(lc);
+	close_id(sp);
+	return d;
+}
+
 static int write_whole(ss_h5 *f, const char *path, hid_t ftype, hid_t mtype, int rank,
                        const size_t *dims, const void *data, ss_err *e)
 {
 	if (rank < 0 || rank > H5IO_MAX_RANK)
 		return ss_err_set(e, "%s:%s: unsupported rank %d", f->name, path, rank);
-	hsize_t hd[H5IO_MAX_RANK];
+	hsize_t hd[H5IO_MAX_RANK] = {0};
 	size_t n = 1;
 	for (int i = 0; i < rank; i++) {
 		hd[i] = dims[i];
 		n *= dims[i];
 	}
-	int rc = -1;
-	hid_t sp = H5Screate_simple(rank, hd, NULL), lc = lcpl_intermediate(), d = -1;
-	if (sp < 0 || lc < 0) {
-		h5fail(e, f, path, "cannot create dataspace");
-		goto done;
-	}
-	d = H5Dcreate2(f->fid, path, ftype, sp, lc, H5P_DEFAULT, H5P_DEFAULT);
-	if (d < 0) {
-		h5fail(e, f, path, "cannot create dataset");
-		goto done;
-	}
-	if (n && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-		h5fail(e, f, path, "write failed");
-		goto done;
-	}
-	rc = 0;
-done:
-	if (d >= 0)
-		H5Dclose(d);
-	if (lc >= 0)
-		H5Pclose(lc);
-	if (sp >= 0)
-		H5Sclose(sp);
+	hid_t d = create_dset(f, path, ftype, rank, hd, H5P_DEFAULT, e);
+	if (d < 0)
+		return -1;
+	int rc = 0;
+	if (n && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+		rc = h5fail(e, f, path, "write failed");
+	H5Dclose(d);
 	return rc;
 }
 
@@ -983,72 +990,51 @@ int h5_create_f32(ss_h5 *f, const char *path, int rank, const size_t *dims, ss_e
 			break;
 		ch[1] = (ch[1] + 1) / 2;
 	}
-	int rc = -1;
-	hid_t sp = H5Screate_simple(rank, hd, NULL), lc = lcpl_intermediate(), dc = -1, d = -1;
-	dc = H5Pcreate(H5P_DATASET_CREATE);
-	if (sp < 0 || lc < 0 || dc < 0 || H5Pset_chunk(dc, rank, ch) < 0) {
+	hid_t dc = H5Pcreate(H5P_DATASET_CREATE), d = -1;
+	if (dc < 0 || H5Pset_chunk(dc, rank, ch) < 0)
 		h5fail(e, f, path, "cannot set up a chunked dataset");
-		goto done;
-	}
-	d = H5Dcreate2(f->fid, path, H5T_IEEE_F32LE, sp, lc, dc, H5P_DEFAULT);
-	if (d < 0) {
-		h5fail(e, f, path, "cannot create dataset");
-		goto done;
-	}
-	rc = 0;
-done:
-	if (d >= 0)
-		H5Dclose(d);
-	if (dc >= 0)
-		H5Pclose(dc);
-	if (lc >= 0)
-		H5Pclose(lc);
-	if (sp >= 0)
-		H5Sclose(sp);
-	return rc;
+	else
+		d = create_dset(f, path, H5T_IEEE_F32LE, rank, hd, dc, e);
+	close_id(d);
+	close_id(dc);
+	return d < 0 ? -1 : 0;
 }
 
 int h5_write_f32_rows(ss_h5 *f, const char *path, size_t start, size_t count, const float *buf,
                       ss_err *e)
 {
-	hid_t d = open_dset(f, path, e), fsp = -1, msp = -1;
-	int rc = -1;
-	if (d < 0)
-		return -1;
-	if (row_spaces(f, path, d, start, count, &fsp, &msp, e))
-		goto done;
-	if (count && H5Dwrite(d, H5T_NATIVE_FLOAT, msp, fsp, H5P_DEFAULT, buf) < 0) {
-		h5fail(e, f, path, "write failed");
-		goto done;
-	}
-	rc = 0;
-done:
-	if (msp >= 0)
-		H5Sclose(msp);
-	if (fsp >= 0)
-		H5Sclose(fsp);
-	H5Dclose(d);
-	return rc;
+	return rows_io(f, path, start, count, 1, NULL, buf, e);
 }
 
 /* ---- attributes ------------------------------------------------------- */
 
-static hid_t open_attr(ss_h5 *f, const char *obj, const char *name, ss_err *e)
+/* An open attribute with its type and space (-1 where not open). */
+typedef struct attr_h { hid_t a, t, sp; } attr_h;
+
+static void attr_close(attr_h *h)
 {
-	if (!h5_exists(f, obj)) {
-		ss_err_set(e, "%s:%s: missing object", f->name, obj);
-		return -1;
-	}
+	close_id(h->sp);
+	close_id(h->t);
+	close_id(h->a);
+}
+
+/* Open attribute `name` of obj with its type and space. */
+static int attr_open(ss_h5 *f, const char *obj, const char *name, attr_h *h, ss_err *e)
+{
+	h->a = h->t = h->sp = -1;
+	if (!h5_exists(f, obj))
+		return ss_err_set(e, "%s:%s: missing object", f->name, obj);
 	htri_t ex = H5Aexists_by_name(f->fid, obj, name, H5P_DEFAULT);
 	if (ex <= 0) {
 		H5Eclear2(H5E_DEFAULT);
-		ss_err_set(e, "%s:%s: missing attribute '%s'", f->name, obj, name);
-		return -1;
+		return ss_err_set(e, "%s:%s: missing attribute '%s'", f->name, obj, name);
 	}
-	hid_t a = H5Aopen_by_name(f->fid, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-	if (a < 0)
-		h5fail(e, f, obj, "cannot open attribute");
-	return a;
+	h->a = H5Aopen_by_name(f->fid, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+	if (h->a < 0)
+		return h5fail(e, f, obj, "cannot open attribute");
+	h->t = H5Aget_type(h->a);
+	h->sp = H5Aget_space(h->a);
+	return 0;
 }
 
 int h5_get_attr_ints(ss_h5 *f, const char *obj, const char *name, size_t *n, long **v,
@@ -1056,17 +1042,15 @@ int h5_get_attr_ints(ss_h5 *f, const char *obj, const char *name, size_t *n, lon
 {
 	*v = NULL;
 	*n = 0;
-	hid_t a = open_attr(f, obj, name, e), t = -1, sp = -1;
+	attr_h h;
 	int rc = -1;
-	if (a < 0)
-		return -1;
-	t = H5Aget_type(a);
-	if (t < 0 || H5Tget_class(t) != H5T_INTEGER) {
+	if (attr_open(f, obj, name, &h, e))
+		goto done;
+	if (h.t < 0 || H5Tget_class(h.t) != H5T_INTEGER) {
 		ss_err_set(e, "%s:%s: attribute '%s' is not an integer", f->name, obj, name);
 		goto done;
 	}
-	sp = H5Aget_space(a);
-	hssize_t cnt = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+	hssize_t cnt = h.sp >= 0 ? H5Sget_simple_extent_npoints(h.sp) : -1;
 	if (cnt < 0) {
 		h5fail(e, f, obj, "cannot read attribute space");
 		goto done;
@@ -1074,7 +1058,7 @@ int h5_get_attr_ints(ss_h5 *f, const char *obj, const char *name, size_t *n, lon
 	long *buf = ss_malloc(cnt ? (size_t)cnt : 1, sizeof(long), name, e);
 	if (!buf)
 		goto done;
-	if (cnt && H5Aread(a, H5T_NATIVE_LONG, buf) < 0) {
+	if (cnt && H5Aread(h.a, H5T_NATIVE_LONG, buf) < 0) {
 		free(buf);
 		ss_err_set(e, "%s:%s: attribute '%s': cannot read as an integer (%s)", f->name, obj,
 		           name, h5msg());
@@ -1084,11 +1068,7 @@ int h5_get_attr_ints(ss_h5 *f, const char *obj, const char *name, size_t *n, lon
 	*n = (size_t)cnt;
 	rc = 0;
 done:
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (t >= 0)
-		H5Tclose(t);
-	H5Aclose(a);
+	attr_close(&h);
 	return rc;
 }
 
@@ -1111,54 +1091,46 @@ int h5_get_attr_int(ss_h5 *f, const char *obj, const char *name, long *v, ss_err
 int h5_get_attr_str(ss_h5 *f, const char *obj, const char *name, char **v, ss_err *e)
 {
 	*v = NULL;
-	hid_t a = open_attr(f, obj, name, e), t = -1, mt = -1, sp = -1;
+	attr_h h;
+	hid_t mt = -1;
 	int rc = -1;
-	if (a < 0)
-		return -1;
-	t = H5Aget_type(a);
-	sp = H5Aget_space(a);
-	if (t < 0 || H5Tget_class(t) != H5T_STRING || sp < 0 ||
-	    H5Sget_simple_extent_npoints(sp) != 1) {
+	if (attr_open(f, obj, name, &h, e))
+		goto done;
+	if (h.t < 0 || H5Tget_class(h.t) != H5T_STRING || h.sp < 0 ||
+	    H5Sget_simple_extent_npoints(h.sp) != 1) {
 		ss_err_set(e, "%s:%s: attribute '%s' is not a string", f->name, obj, name);
 		goto done;
 	}
-	mt = H5Tcopy(H5T_C_S1);
-	H5Tset_cset(mt, H5Tget_cset(t));
-	if (H5Tis_variable_str(t) > 0) {
-		char *raw = NULL;
-		H5Tset_size(mt, H5T_VARIABLE);
-		if (H5Aread(a, mt, &raw) < 0) {
-			h5fail(e, f, obj, "cannot read string attribute");
-			goto done;
-		}
-		*v = ss_strdup(raw ? raw : "", e);
-		H5Dvlen_reclaim(mt, sp, H5P_DEFAULT, &raw);
-		if (!*v)
-			goto done;
-	} else {
-		size_t w = H5Tget_size(t);
-		H5Tset_size(mt, w);
-		H5Tset_strpad(mt, H5T_STR_NULLPAD);
-		char *raw = ss_calloc(w + 1, 1, name, e);
-		if (!raw)
-			goto done;
-		if (H5Aread(a, mt, raw) < 0) {
+	int var = H5Tis_variable_str(h.t) > 0;
+	mt = str_memtype(h.t, var);
+	/* variable length: HDF5 allocates; fixed: a NUL-terminated copy */
+	char *raw = var ? NULL : ss_calloc(H5Tget_size(h.t) + 1, 1, name, e);
+	if (!var && !raw)
+		goto done;
+	if (H5Aread(h.a, mt, var ? (void *)&raw : raw) < 0) {
+		if (!var)
 			free(raw);
-			h5fail(e, f, obj, "cannot read string attribute");
-			goto done;
-		}
+		h5fail(e, f, obj, "cannot read string attribute");
+		goto done;
+	}
+	if (var) {
+		*v = ss_strdup(raw ? raw : "", e);
+		H5Dvlen_reclaim(mt, h.sp, H5P_DEFAULT, &raw);
+	} else {
 		*v = raw;
 	}
-	rc = 0;
+	rc = *v ? 0 : -1;
 done:
-	if (mt >= 0)
-		H5Tclose(mt);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (t >= 0)
-		H5Tclose(t);
-	H5Aclose(a);
+	close_id(mt);
+	attr_close(&h);
 	return rc;
+}
+
+/* Delete attribute `name` of obj when there is one, to create it anew. */
+static void drop_attr(ss_h5 *f, const char *obj, const char *name)
+{
+	if (H5Aexists_by_name(f->fid, obj, name, H5P_DEFAULT) > 0)
+		H5Adelete_by_name(f->fid, obj, name, H5P_DEFAULT);
 }
 
 /* Create (or replace) attribute `name` on obj and write it. */
@@ -1167,8 +1139,7 @@ static int put_attr(ss_h5 *f, const char *obj, const char *name, hid_t ftype, hi
 {
 	int rc = -1;
 	hid_t sp = -1, a = -1;
-	if (H5Aexists_by_name(f->fid, obj, name, H5P_DEFAULT) > 0)
-		H5Adelete_by_name(f->fid, obj, name, H5P_DEFAULT);
+	drop_attr(f, obj, name);
 	H5Eclear2(H5E_DEFAULT);
 	sp = rank ? H5Screate_simple(1, &n, NULL) : H5Screate(H5S_SCALAR);
 	if (sp < 0) {
@@ -1186,10 +1157,8 @@ static int put_attr(ss_h5 *f, const char *obj, const char *name, hid_t ftype, hi
 	}
 	rc = 0;
 done:
-	if (a >= 0)
-		H5Aclose(a);
-	if (sp >= 0)
-		H5Sclose(sp);
+	close_id(a);
+	close_id(sp);
 	return rc;
 }
 
@@ -1291,8 +1260,7 @@ static herr_t copy_attr(hid_t loc, const char *name, const H5A_info_t *info, voi
 	if (!buf || H5Aread(a, t, buf) < 0)
 		goto done;
 	got = 1;
-	if (H5Aexists_by_name(c->dst->fid, c->obj, name, H5P_DEFAULT) > 0)
-		H5Adelete_by_name(c->dst->fid, c->obj, name, H5P_DEFAULT);
+	drop_attr(c->dst, c->obj, name);
 	b = H5Acreate_by_name(c->dst->fid, c->obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT,
 	                      H5P_DEFAULT);
 	if (b < 0 || H5Awrite(b, t, buf) < 0)
@@ -1302,14 +1270,10 @@ done:
 	if (got && (H5Tis_variable_str(t) > 0 || H5Tdetect_class(t, H5T_VLEN) > 0))
 		H5Dvlen_reclaim(t, sp, H5P_DEFAULT, buf);
 	free(buf);
-	if (b >= 0)
-		H5Aclose(b);
-	if (sp >= 0)
-		H5Sclose(sp);
-	if (t >= 0)
-		H5Tclose(t);
-	if (a >= 0)
-		H5Aclose(a);
+	close_id(b);
+	close_id(sp);
+	close_id(t);
+	close_id(a);
 	if (!ok) {
 		ss_err_set(c->e, "%s:%s: cannot copy attribute '%s' (%s)", c->dst->name, c->obj, name,
 		           h5msg());
