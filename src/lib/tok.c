@@ -170,30 +170,49 @@ void *tok_grow(void *p, size_t *cap, size_t n, size_t size, size_t first)
 	return q;
 }
 
+/* Every component of the pipeline is an object with a string "type"; tp
+ * gets the path of that member, for messages. */
+static int comp_type(ld *L, json_t *o, const char *path, char tp[PATHMAX], const char **type)
+{
+	if (!json_is_object(o))
+		return bad(L, path, "expected an object%s", "");
+	*type = jstr(o, "type");
+	snprintf(tp, PATHMAX, "%s.type", path);
+	if (!*type)
+		return bad(L, tp, "missing%s", "");
+	return 0;
+}
+
+/* A component parser; cap is the capacity of the array it appends to. */
+typedef int (*comp_fn)(ld *L, json_t *o, const char *path, size_t *cap);
+
+/* {"type": "Sequence", key: [...]}: each element in turn. */
+static int parse_seq(ld *L, json_t *o, const char *path, const char *key, comp_fn fn,
+                     size_t *cap)
+{
+	json_t *a = json_object_get(o, key);
+	char p[PATHMAX];
+	if (!json_is_array(a)) {
+		snprintf(p, sizeof p, "%s.%s", path, key);
+		return bad(L, p, "missing or not an array%s", "");
+	}
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		snprintf(p, sizeof p, "%s.%s[%zu]", path, key, i);
+		if (fn(L, json_array_get(a, i), p, cap))
+			return -1;
+	}
+	return 0;
+}
+
 static int parse_normalizer(ld *L, json_t *o, const char *path, size_t *cap)
 {
 	tok *t = L->t;
-	if (!json_is_object(o))
-		return bad(L, path, "expected an object%s", "");
-	const char *type = jstr(o, "type");
+	const char *type;
 	char tp[PATHMAX];
-	snprintf(tp, sizeof tp, "%s.type", path);
-	if (!type)
-		return bad(L, tp, "missing%s", "");
-	if (!strcmp(type, "Sequence")) {
-		json_t *a = json_object_get(o, "normalizers");
-		if (!json_is_array(a)) {
-			snprintf(tp, sizeof tp, "%s.normalizers", path);
-			return bad(L, tp, "missing or not an array%s", "");
-		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			char p[PATHMAX];
-			snprintf(p, sizeof p, "%s.normalizers[%zu]", path, i);
-			if (parse_normalizer(L, json_array_get(a, i), p, cap))
-				return -1;
-		}
-		return 0;
-	}
+	if (comp_type(L, o, path, tp, &type))
+		return -1;
+	if (!strcmp(type, "Sequence"))
+		return parse_seq(L, o, path, "normalizers", parse_normalizer, cap);
 	tok_norm nm = {0};
 	if (!strcmp(type, "NFC")) nm.kind = NORM_NFC;
 	else if (!strcmp(type, "NFD")) nm.kind = NORM_NFD;
@@ -232,29 +251,14 @@ static const char gpt2_re[] =
 static int parse_pre(ld *L, json_t *o, const char *path, size_t *cap)
 {
 	tok *t = L->t;
-	if (!json_is_object(o))
-		return bad(L, path, "expected an object%s", "");
-	const char *type = jstr(o, "type");
+	const char *type;
 	char tp[PATHMAX];
-	snprintf(tp, sizeof tp, "%s.type", path);
-	if (!type)
-		return bad(L, tp, "missing%s", "");
+	if (comp_type(L, o, path, tp, &type))
+		return -1;
 	if (t->byte_level)
 		return bad(L, tp, "'%s' after ByteLevel is not supported", type);
-	if (!strcmp(type, "Sequence")) {
-		json_t *a = json_object_get(o, "pretokenizers");
-		if (!json_is_array(a)) {
-			snprintf(tp, sizeof tp, "%s.pretokenizers", path);
-			return bad(L, tp, "missing or not an array%s", "");
-		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			char p[PATHMAX];
-			snprintf(p, sizeof p, "%s.pretokenizers[%zu]", path, i);
-			if (parse_pre(L, json_array_get(a, i), p, cap))
-				return -1;
-		}
-		return 0;
-	}
+	if (!strcmp(type, "Sequence"))
+		return parse_seq(L, o, path, "pretokenizers", parse_pre, cap);
 	tok_pre pr = {0};
 	if (!strcmp(type, "Split")) {
 		pr.kind = PRE_SPLIT;
@@ -303,27 +307,12 @@ static int parse_pre(ld *L, json_t *o, const char *path, size_t *cap)
 static int parse_dec(ld *L, json_t *o, const char *path, size_t *cap)
 {
 	tok *t = L->t;
-	if (!json_is_object(o))
-		return bad(L, path, "expected an object%s", "");
-	const char *type = jstr(o, "type");
+	const char *type;
 	char tp[PATHMAX];
-	snprintf(tp, sizeof tp, "%s.type", path);
-	if (!type)
-		return bad(L, tp, "missing%s", "");
-	if (!strcmp(type, "Sequence")) {
-		json_t *a = json_object_get(o, "decoders");
-		if (!json_is_array(a)) {
-			snprintf(tp, sizeof tp, "%s.decoders", path);
-			return bad(L, tp, "missing or not an array%s", "");
-		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			char p[PATHMAX];
-			snprintf(p, sizeof p, "%s.decoders[%zu]", path, i);
-			if (parse_dec(L, json_array_get(a, i), p, cap))
-				return -1;
-		}
-		return 0;
-	}
+	if (comp_type(L, o, path, tp, &type))
+		return -1;
+	if (!strcmp(type, "Sequence"))
+		return parse_seq(L, o, path, "decoders", parse_dec, cap);
 	tok_dec d = {0};
 	if (!strcmp(type, "ByteLevel"))
 		d.kind = DEC_BYTELEVEL;
@@ -372,30 +361,16 @@ static int push_id(int32_t **v, size_t *n, int32_t id, ss_err *e)
 	return 0;
 }
 
-static int parse_post(ld *L, json_t *o, const char *path)
+/* cap: unused (post-processors are not kept in an array), there for parse_seq */
+static int parse_post(ld *L, json_t *o, const char *path, size_t *cap)
 {
 	tok *t = L->t;
-	if (!json_is_object(o))
-		return bad(L, path, "expected an object%s", "");
-	const char *type = jstr(o, "type");
+	const char *type;
 	char tp[PATHMAX];
-	snprintf(tp, sizeof tp, "%s.type", path);
-	if (!type)
-		return bad(L, tp, "missing%s", "");
-	if (!strcmp(type, "Sequence")) {
-		json_t *a = json_object_get(o, "processors");
-		if (!json_is_array(a)) {
-			snprintf(tp, sizeof tp, "%s.processors", path);
-			return bad(L, tp, "missing or not an array%s", "");
-		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			char p[PATHMAX];
-			snprintf(p, sizeof p, "%s.processors[%zu]", path, i);
-			if (parse_post(L, json_array_get(a, i), p))
-				return -1;
-		}
-		return 0;
-	}
+	if (comp_type(L, o, path, tp, &type))
+		return -1;
+	if (!strcmp(type, "Sequence"))
+		return parse_seq(L, o, path, "processors", parse_post, cap);
 	if (!strcmp(type, "ByteLevel"))
 		return 0; /* offsets only */
 	if (strcmp(type, "TemplateProcessing"))
@@ -832,7 +807,7 @@ static tok *load_root(json_t *root, tok_bulk *bk, const char *name, ss_err *e)
 	if (load_model(&L, root, added, bk))
 		goto fail;
 	x = json_object_get(root, "post_processor");
-	if (x && !json_is_null(x) && parse_post(&L, x, "post_processor"))
+	if (x && !json_is_null(x) && parse_post(&L, x, "post_processor", NULL))
 		goto fail;
 	cap = 0;
 	x = json_object_get(root, "decoder");

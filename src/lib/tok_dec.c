@@ -120,6 +120,24 @@ static int byte_token(const char *s, size_t n)
 	return k ? v : -1;
 }
 
+/* When token s stands for bytes (ByteFallback: "<0xNN>"; ByteLevel: any
+ * token but an added one), append them to b and return 1; else 0; -1 out
+ * of memory.  A run of such tokens is then decoded as UTF-8 at once. */
+static int byte_piece(const tok *t, int kind, const char *s, size_t n, tok_buf *b, ss_err *e)
+{
+	if (kind == DEC_BYTEFALLBACK) {
+		int v = byte_token(s, n);
+		if (v < 0)
+			return 0;
+		char c = (char)v;
+		return tok_buf_put(b, &c, 1, e) ? -1 : 1;
+	}
+	int32_t id = tok_strmap_get(&t->strs, s, n, t->str, t->len);
+	if (id >= 0 && t->is_added[id])
+		return 0;
+	return unmap_bytes(s, n, b, e) ? -1 : 1;
+}
+
 static int replace_seg(const tok_dec *d, const char *s, size_t n, segs *o, ss_err *e)
 {
 	if (seg_add(o, "", 0, e))
@@ -218,15 +236,17 @@ int tok_decode_segs(const tok *t, const int32_t *ids, size_t n, int per_token,
 					goto done;
 			}
 			break;
-		case DEC_BYTEFALLBACK: {
-			int open = 0; /* a run of byte tokens is pending in tmp */
+		case DEC_BYTEFALLBACK:
+		case DEC_BYTELEVEL: {
+			int open = 0; /* a run of byte pieces is pending in tmp */
 			tmp.n = 0;
 			for (size_t i = 0; i <= cur->n; i++) {
-				int b = i < cur->n ? byte_token(SEG(cur, i), cur->len[i]) : -1;
-				if (b >= 0) {
-					char c = (char)b;
-					if (tok_buf_put(&tmp, &c, 1, e))
-						goto done;
+				int b = 0; /* 1: token i is a byte piece, now in tmp */
+				if (i < cur->n)
+					b = byte_piece(t, d->kind, SEG(cur, i), cur->len[i], &tmp, e);
+				if (b < 0)
+					goto done;
+				if (b) {
 					open = 1;
 					if (!per_token)
 						continue;
@@ -236,36 +256,7 @@ int tok_decode_segs(const tok *t, const int32_t *ids, size_t n, int per_token,
 						goto done;
 					tmp.n = 0;
 					open = 0;
-					if (b >= 0)
-						continue;
-				}
-				if (i < cur->n && seg_add(nxt, SEG(cur, i), cur->len[i], e))
-					goto done;
-			}
-			break;
-		}
-		case DEC_BYTELEVEL: {
-			int open = 0;
-			tmp.n = 0;
-			for (size_t i = 0; i <= cur->n; i++) {
-				int added = 0;
-				if (i < cur->n) {
-					int32_t id = tok_strmap_get(&t->strs, SEG(cur, i), cur->len[i], t->str, t->len);
-					added = id >= 0 && t->is_added[id];
-					if (!added) {
-						if (unmap_bytes(SEG(cur, i), cur->len[i], &tmp, e))
-							goto done;
-						open = 1;
-						if (!per_token)
-							continue;
-					}
-				}
-				if (open) {
-					if (lossy_seg(nxt, tmp.p, tmp.n, 1, e))
-						goto done;
-					tmp.n = 0;
-					open = 0;
-					if (i < cur->n && !added)
+					if (b)
 						continue;
 				}
 				if (i < cur->n && seg_add(nxt, SEG(cur, i), cur->len[i], e))

@@ -5,6 +5,29 @@
 #include <utf8proc.h>
 #include "tok_impl.h"
 
+/* A lead byte c of UTF-8 (RFC 3629): the number of continuation bytes
+ * (1 to 3) and the range [*lo, *hi] the first of them must lie in (no
+ * overlong forms, no surrogates, nothing above U+10FFFF); 0 when c cannot
+ * start a multi-byte sequence. */
+static size_t utf8_lead(unsigned c, unsigned *lo, unsigned *hi)
+{
+	*lo = 0x80;
+	*hi = 0xbf;
+	if (c >= 0xc2 && c <= 0xdf)
+		return 1;
+	if (c >= 0xe0 && c <= 0xef) {
+		if (c == 0xe0) *lo = 0xa0;
+		if (c == 0xed) *hi = 0x9f; /* no surrogates */
+		return 2;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if (c == 0xf0) *lo = 0x90;
+		if (c == 0xf4) *hi = 0x8f;
+		return 3;
+	}
+	return 0;
+}
+
 int tok_utf8_valid(const char *s, size_t n, size_t *bad)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -15,19 +38,9 @@ int tok_utf8_valid(const char *s, size_t n, size_t *bad)
 			i++;
 			continue;
 		}
-		size_t k;
-		unsigned lo = 0x80, hi = 0xbf;
-		if (c >= 0xc2 && c <= 0xdf)
-			k = 1;
-		else if (c >= 0xe0 && c <= 0xef) {
-			k = 2;
-			if (c == 0xe0) lo = 0xa0;
-			if (c == 0xed) hi = 0x9f; /* no surrogates */
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			k = 3;
-			if (c == 0xf0) lo = 0x90;
-			if (c == 0xf4) hi = 0x8f;
-		} else
+		unsigned lo, hi;
+		size_t k = utf8_lead(c, &lo, &hi);
+		if (!k)
 			goto fail;
 		if (i + k >= n)
 			goto fail; /* truncated */
@@ -112,19 +125,9 @@ int tok_utf8_lossy(const char *s, size_t n, char **dst, size_t *dn, size_t *dcap
 		if (i >= n)
 			break;
 		unsigned c = u[i];
-		size_t k;
-		unsigned lo = 0x80, hi = 0xbf;
-		if (c >= 0xc2 && c <= 0xdf)
-			k = 1;
-		else if (c >= 0xe0 && c <= 0xef) {
-			k = 2;
-			if (c == 0xe0) lo = 0xa0;
-			if (c == 0xed) hi = 0x9f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			k = 3;
-			if (c == 0xf0) lo = 0x90;
-			if (c == 0xf4) hi = 0x8f;
-		} else {
+		unsigned lo, hi;
+		size_t k = utf8_lead(c, &lo, &hi);
+		if (!k) {
 			if (tok_buf_put(&b, fffd, 3, e))
 				goto oom;
 			i++;
