@@ -178,10 +178,10 @@ static void naive(const ss_config *c, const float *q, long p, long h, const floa
 	}
 }
 
-static void attn_case(long window, int threads, long t0, long n)
+static void attn_case(long window, int threads, long t0, long n, long ktile, long hd)
 {
-	ss_config c = {.n_heads = 6, .n_kv_heads = 2, .head_dim = 8, .sliding_window = window};
-	long T = t0 + n, H = 6, hd = 8, qd = H * hd, kvd = 2 * hd;
+	ss_config c = {.n_heads = 6, .n_kv_heads = 2, .head_dim = hd, .sliding_window = window};
+	long T = t0 + n, H = 6, qd = H * hd, kvd = 2 * hd;
 	float *q = malloc(sizeof(float) * (size_t)(n * qd)), *q0 = malloc(sizeof(float) * (size_t)(n * qd));
 	float *K = malloc(sizeof(float) * (size_t)(T * kvd)), *V = malloc(sizeof(float) * (size_t)(T * kvd));
 	double *rs = calloc((size_t)(H * T), sizeof(double)), *rn = calloc((size_t)(H * T), sizeof(double));
@@ -197,8 +197,10 @@ static void attn_case(long window, int threads, long t0, long n)
 	ss_attn *a;
 	assert_int_equal(pool_create(&pool, threads, &e), 0);
 	assert_int_equal(attn_create(&a, &c, T, threads, 16, &e), 0);   /* blocks of 16 queries */
+	if (ktile)
+		assert_int_equal(attn_set_key_tile(a, ktile, &e), 0);
 	assert_int_equal(attn_run(a, pool, q, t0, n, K, V, rs, T, &e), 0);
-	double out[8], *pr = malloc(sizeof(double) * (size_t)T);
+	double out[64], *pr = malloc(sizeof(double) * (size_t)T);
 	for (long i = 0; i < n; i++)
 		for (long h = 0; h < H; h++) {
 			naive(&c, q0 + i * qd + h * hd, t0 + i, h, K, V, out, pr);
@@ -217,11 +219,21 @@ static void attn_case(long window, int threads, long t0, long n)
 
 static void test_attention(void **st)
 {
-	attn_case(0, 1, 0, 37);     /* prefill, blocks of 16 with a partial one */
-	attn_case(0, 2, 0, 37);
-	attn_case(5, 2, 0, 37);     /* sliding window of 5 */
-	attn_case(0, 2, 20, 7);     /* 7 new queries against 20 cached keys */
-	attn_case(5, 1, 20, 1);     /* one decoded token, windowed */
+	attn_case(0, 1, 0, 37, 0, 8);     /* prefill, blocks of 16 with a partial one */
+	attn_case(0, 2, 0, 37, 0, 8);
+	attn_case(5, 2, 0, 37, 0, 8);     /* sliding window of 5 */
+	attn_case(0, 2, 20, 7, 0, 8);     /* 7 new queries against 20 cached keys */
+	attn_case(5, 1, 20, 1, 0, 8);     /* one decoded token, windowed */
+	/* keys in tiles of 16 or 32, smaller than the prefix: rows with no
+	 * visible key in a tile, a later tile raising a row's max, windows
+	 * across tiles; head sizes for each kernel width (16, 8, 8 + 4, 16 + 8) */
+	attn_case(0, 2, 0, 77, 16, 16);
+	attn_case(0, 1, 0, 77, 32, 8);
+	attn_case(5, 2, 0, 77, 16, 12);
+	attn_case(21, 2, 0, 77, 16, 24);
+	attn_case(40, 1, 20, 57, 32, 16);
+	attn_case(0, 2, 60, 1, 16, 16);
+	attn_case(0, 2, 0, 77, 0, 64);    /* one tile, Qwen2.5's head size */
 }
 
 int main(void)
