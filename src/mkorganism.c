@@ -21,12 +21,8 @@ int main(int argc, char **argv)
 	ss_err e = {0};
 	ss_signals_install(prog.name);
 	int i = ss_opt_parse(&prog, argc, argv, &e);
-	if (i == SS_OPT_EXIT)
-		return 0;
-	if (i == SS_OPT_ERR) {
-		ss_err_print(prog.name, &e);
-		return e.status ? e.status : SS_EXIT_USAGE;
-	}
+	if (i < 0)
+		return ss_opt_exit(&prog, i, &e);
 	if (!out || argc - i > 1) {
 		ss_warn(prog.name, "%s (see --help)", !out ? "missing -o DIR" : "at most one SPEC");
 		return SS_EXIT_USAGE;

@@ -18,7 +18,6 @@
 static const char *model_dir, *out_path = "-", *classes_s = "space,punct,digit",
                   *alphas_s = "-4:4:1", *fit_s = "all";
 static long layer, ncomp = 8, threads = 1;
-static double tau_cos, tau_norm;
 static int per_sink, vectors;
 
 /* "A:B:STEP" or a comma-separated list. */
@@ -64,8 +63,6 @@ int main(int argc, char **argv)
 {
 	ss_sink_params sp;
 	sink_params_default(&sp);
-	tau_cos = sp.tau_cos;
-	tau_norm = sp.tau_norm;
 	const ss_opt opts[] = {
 		{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "model folder (config.json, *.safetensors)", NULL},
 		{"output", 'o', SS_OPT_STRING, &out_path, "FILE", "write the table to FILE (default stdout)", NULL},
@@ -76,8 +73,8 @@ int main(int argc, char **argv)
 		{"per-sink", 0, SS_OPT_FLAG, &per_sink, NULL, "print the per-sink split instead", NULL},
 		{"vectors", 0, SS_OPT_FLAG, &vectors, NULL, "print the principal components instead", NULL},
 		{"classes", 0, SS_OPT_STRING, &classes_s, "LIST", "control token classes (default space,punct,digit)", NULL},
-		{"tau-cos", 0, SS_OPT_DOUBLE, &tau_cos, "X", "sink rule: cosine threshold", NULL},
-		{"tau-norm", 0, SS_OPT_DOUBLE, &tau_norm, "X", "sink rule: norm over the layer median", NULL},
+		{"tau-cos", 0, SS_OPT_DOUBLE, &sp.tau_cos, "X", "sink rule: cosine threshold", NULL},
+		{"tau-norm", 0, SS_OPT_DOUBLE, &sp.tau_norm, "X", "sink rule: norm over the layer median", NULL},
 		{"threads", 't', SS_OPT_INT, &threads, "N", "threads (default 1)", NULL},
 		{0},
 	};
@@ -86,12 +83,8 @@ int main(int argc, char **argv)
 	ss_err e = {0};
 	ss_signals_install(prog.name);
 	int first = ss_opt_parse(&prog, argc, argv, &e);
-	if (first == SS_OPT_EXIT)
-		return 0;
-	if (first < 0) {
-		ss_err_print(prog.name, &e);
-		return e.status ? e.status : SS_EXIT_USAGE;
-	}
+	if (first < 0)
+		return ss_opt_exit(&prog, first, &e);
 	double *alpha = NULL;
 	long n_alpha = 0;
 	unsigned classes = 0;
@@ -112,8 +105,6 @@ int main(int argc, char **argv)
 		ss_err_print(prog.name, &e);
 		return SS_EXIT_USAGE;
 	}
-	sp.tau_cos = tau_cos;
-	sp.tau_norm = tau_norm;
 
 	ss_model m = {0};
 	ss_trace tr = {0};

@@ -16,23 +16,21 @@
 static const char *model_dir, *out_path = "-", *comps_s = "all", *classes_s = "space,punct,digit",
                   *kv_s = "f32";
 static long window = 10, threads = 1;
-static double tau_cos, tau_norm, dfrac = 0.5;
+static double dfrac = 0.5;
 static int summary, exact;
 
 int main(int argc, char **argv)
 {
 	ss_sink_params sp;
 	sink_params_default(&sp);
-	tau_cos = sp.tau_cos;
-	tau_norm = sp.tau_norm;
 	const ss_opt opts[] = {
 		{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "model folder (config.json, *.safetensors)", NULL},
 		{"output", 'o', SS_OPT_STRING, &out_path, "FILE", "write the table to FILE (default stdout)", NULL},
 		{"window", 'w', SS_OPT_INT, &window, "N", "swap layers l_start-N+1 .. l_start (default 10)", NULL},
 		{"components", 'c', SS_OPT_STRING, &comps_s, "LIST", "resid,attn_out,mlp_out (default all)", NULL},
 		{"classes", 0, SS_OPT_STRING, &classes_s, "LIST", "control token classes (default space,punct,digit)", NULL},
-		{"tau-cos", 0, SS_OPT_DOUBLE, &tau_cos, "X", "sink rule: cosine threshold", NULL},
-		{"tau-norm", 0, SS_OPT_DOUBLE, &tau_norm, "X", "sink rule: norm over the layer median", NULL},
+		{"tau-cos", 0, SS_OPT_DOUBLE, &sp.tau_cos, "X", "sink rule: cosine threshold", NULL},
+		{"tau-norm", 0, SS_OPT_DOUBLE, &sp.tau_norm, "X", "sink rule: norm over the layer median", NULL},
 		{"kv", 0, SS_OPT_STRING, &kv_s, "TYPE", "KV cache f32 or bf16 (default f32)", NULL},
 		{"exact", 0, SS_OPT_FLAG, &exact, NULL, "re-run the whole sequence for each swap", NULL},
 		{"summary", 's', SS_OPT_FLAG, &summary, NULL, "print the suppression summary instead", NULL},
@@ -46,12 +44,8 @@ int main(int argc, char **argv)
 	ss_err e = {0};
 	ss_signals_install(prog.name);
 	int first = ss_opt_parse(&prog, argc, argv, &e);
-	if (first == SS_OPT_EXIT)
-		return 0;
-	if (first < 0) {
-		ss_err_print(prog.name, &e);
-		return e.status ? e.status : SS_EXIT_USAGE;
-	}
+	if (first < 0)
+		return ss_opt_exit(&prog, first, &e);
 	ss_swap_opts o = {.window = window, .exact = exact,
 	                  .dec = {.threads = (int)threads}};
 	if (!model_dir)
@@ -74,8 +68,6 @@ int main(int argc, char **argv)
 		ss_err_print(prog.name, &e);
 		return SS_EXIT_USAGE;
 	}
-	sp.tau_cos = tau_cos;
-	sp.tau_norm = tau_norm;
 	o.sp = sp;
 
 	ss_model m = {0};

@@ -718,12 +718,8 @@ int main(int argc, char **argv)
 	ss_err e = {0};
 	ss_signals_install(PROG);
 	int first = ss_opt_parse(&prog, argc, argv, &e);
-	if (first == SS_OPT_EXIT)
-		return 0;
-	if (first < 0) {
-		ss_err_print(PROG, &e);
-		return e.status ? e.status : SS_EXIT_USAGE;
-	}
+	if (first < 0)
+		return ss_opt_exit(&prog, first, &e);
 	int ns = argc - first, status = SS_EXIT_FAIL;
 	src *S = calloc(ns > 0 ? ns : 1, sizeof *S);
 	rows R = {0};

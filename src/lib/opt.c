@@ -255,6 +255,14 @@ static void help(const ss_prog *p)
 	printf("  %-28s %s\n", "-V, --version", "print the version and exit");
 }
 
+int ss_opt_exit(const ss_prog *p, int r, const ss_err *e)
+{
+	if (r == SS_OPT_EXIT)
+		return SS_EXIT_OK;
+	ss_err_print(p->name, e);
+	return e->status ? e->status : SS_EXIT_USAGE;
+}
+
 int ss_opt_parse(const ss_prog *p, int argc, char **argv, ss_err *e)
 {
 	size_t n = 0;

@@ -50,6 +50,11 @@ enum {
  * or SS_OPT_EXIT / SS_OPT_ERR. */
 int ss_opt_parse(const ss_prog *p, int argc, char **argv, ss_err *e);
 
+/* For main, after ss_opt_parse() returned r < 0: the exit status (0 after
+ * --help or --version; else e's status, SS_EXIT_USAGE when it has none),
+ * the error printed first as "prog: ..." on stderr. */
+int ss_opt_exit(const ss_prog *p, int r, const ss_err *e);
+
 /* Print the usage lines ("usage: prog ...") to f. */
 void ss_opt_usage(const ss_prog *p, void *f /* FILE * */);
 
