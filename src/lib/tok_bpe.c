@@ -96,16 +96,25 @@ int tok_strmap_put(tok_strmap *m, int32_t id, const char *s, size_t n,
 	return tok_strmap_put_h(m, tok_hash(s, n), id, s, n, strs, lens);
 }
 
+/* Linear probing from hash h: the slot holding key s, or the empty slot
+ * where it would go (id -1). */
+static inline size_t strmap_slot(const tok_strmap *m, uint64_t h, const char *s, size_t n,
+                                 char **const strs, const uint32_t *lens)
+{
+	for (size_t i = h & m->mask;; i = (i + 1) & m->mask) {
+		int32_t o = m->slot[i].id;
+		if (o < 0 ||
+		    (m->slot[i].hash == (uint32_t)h && lens[o] == n && memcmp(strs[o], s, n) == 0))
+			return i;
+	}
+}
+
 int tok_strmap_put_h(tok_strmap *m, uint64_t h, int32_t id, const char *s, size_t n,
                      char **const strs, const uint32_t *lens)
 {
-	size_t i = h & m->mask;
-	while (m->slot[i].id >= 0) {
-		int32_t o = m->slot[i].id;
-		if (m->slot[i].hash == (uint32_t)h && lens[o] == n && memcmp(strs[o], s, n) == 0)
-			return o;
-		i = (i + 1) & m->mask;
-	}
+	size_t i = strmap_slot(m, h, s, n, strs, lens);
+	if (m->slot[i].id >= 0)
+		return m->slot[i].id;
 	m->slot[i].id = id;
 	m->slot[i].hash = (uint32_t)h;
 	return id;
@@ -120,14 +129,7 @@ int32_t tok_strmap_get(const tok_strmap *m, const char *s, size_t n, char **cons
 int32_t tok_strmap_get_h(const tok_strmap *m, uint64_t h, const char *s, size_t n, char **const strs,
                          const uint32_t *lens)
 {
-	size_t i = h & m->mask;
-	while (m->slot[i].id >= 0) {
-		int32_t o = m->slot[i].id;
-		if (m->slot[i].hash == (uint32_t)h && lens[o] == n && memcmp(strs[o], s, n) == 0)
-			return o;
-		i = (i + 1) & m->mask;
-	}
-	return -1;
+	return m->slot[strmap_slot(m, h, s, n, strs, lens)].id;
 }
 
 /* ---- merges ---- */
