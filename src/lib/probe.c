@@ -211,11 +211,7 @@ void probe_write_comps(FILE *f, int header, const ss_trace *tr, const ss_probe *
 			fprintf(f, "\t%ld\t%ld", p->layer, i + 1);
 			double v[] = {c->var_ratio, cum, c->proj_sinks, c->proj_controls, p->alpha[a],
 			              c->gain[a], c->cos_u[a]};
-			for (size_t q = 0; q < sizeof v / sizeof *v; q++) {
-				fputc('\t', f);
-				tsv_put_double(f, v[q]);
-			}
-			fputc('\n', f);
+			tsv_put_row_end(f, v, sizeof v / sizeof *v);
 		}
 	}
 }
@@ -232,11 +228,7 @@ void probe_write_sinks(FILE *f, int header, const ss_trace *tr, const ss_probe *
 		tsv_put_escaped(f, tr->text[s->pos], strlen(tr->text[s->pos]));
 		double v[] = {s->frac_par, s->norm[0], s->cos_u[0], s->norm[1], s->cos_u[1], s->norm[2],
 		              s->cos_u[2]};
-		for (size_t q = 0; q < sizeof v / sizeof *v; q++) {
-			fputc('\t', f);
-			tsv_put_double(f, v[q]);
-		}
-		fputc('\n', f);
+		tsv_put_row_end(f, v, sizeof v / sizeof *v);
 	}
 }
 

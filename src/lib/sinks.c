@@ -262,11 +262,7 @@ void sink_episodes_write_tsv(FILE *f, const ss_trace *tr, const ss_episode *eps,
 		        p->l_end, p->lifetime);
 		const double v[6] = {p->peak_norm, p->norm_ratio, p->cos0, p->score, p->score_start,
 		                     p->mlp_norm_start};
-		for (int k = 0; k < 6; k++) {
-			fputc('\t', f);
-			tsv_put_double(f, v[k]);
-		}
-		fputc('\n', f);
+		tsv_put_row_end(f, v, 6);
 	}
 }
 

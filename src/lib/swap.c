@@ -509,18 +509,13 @@ void swap_write_rows(FILE *f, int header, const ss_trace *tr, const ss_swap_targ
 		tsv_put_escaped(f, tr->name, strlen(tr->name));
 		fprintf(f, "\t%ld\t", t->pos);
 		tsv_put_escaped(f, tr->text[t->pos], strlen(tr->text[t->pos]));
-		fprintf(f, "\t%ld\t%ld\t%ld\t%ld\t%ld\t%s\t%d\t%d\t%d\t", t->level, t->l_start,
+		fprintf(f, "\t%ld\t%ld\t%ld\t%ld\t%ld\t%s\t%d\t%d\t%d", t->level, t->l_start,
 		        t->lifetime, r[i].layer, r[i].layer - t->l_start, swap_comp_names[r[i].comp],
 		        r[i].base_sink, r[i].sink, r[i].base_sink && !r[i].sink);
 		double v[] = {r[i].base_norm, r[i].norm, r[i].median,
 		              r[i].median > 0 ? r[i].norm / r[i].median : 0, r[i].cos0, r[i].base_score,
 		              r[i].score};
-		for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
-			if (k)
-				fputc('\t', f);
-			tsv_put_double(f, v[k]);
-		}
-		fputc('\n', f);
+		tsv_put_row_end(f, v, sizeof v / sizeof *v);
 	}
 }
 

@@ -261,3 +261,12 @@ void tsv_put_double(FILE *f, double x)
 {
 	fprintf(f, "%.6g", x);
 }
+
+void tsv_put_row_end(FILE *f, const double *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fputc('\t', f);
+		tsv_put_double(f, v[i]);
+	}
+	fputc('\n', f);
+}

@@ -43,5 +43,7 @@ void tsv_put_escaped(FILE *f, const char *s, size_t n);
 /* Print a double the way every table does (%.6g; "nan"/"inf" never appear
  * in our outputs, callers check finiteness first). */
 void tsv_put_double(FILE *f, double x);
+/* The end of a row: each of the n values after a tab, then the newline. */
+void tsv_put_row_end(FILE *f, const double *v, size_t n);
 
 #endif
