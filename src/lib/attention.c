@@ -35,6 +35,7 @@
 typedef struct attn_thread {
 	float *qg, *og;   /* [g * qblock, hd] */
 	float *s;         /* [ntile, g * qblock, kt] P~ of the current block */
+	float *sl;        /* [g * qblock, kt] the scores of one tile (in L2) */
 	float *csum;      /* [g, maxT] */
 	float *mx, *al;   /* [g * qblock] row max; rescale factor of the tile */
 	float *mu;        /* [g * qblock, ntile] shifts */
@@ -68,7 +69,7 @@ double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock)
 {
 	double g = (double)(c->n_heads / c->n_kv_heads), rows = g * (double)qblock, hd = (double)c->head_dim;
 	double hdp = (double)((c->head_dim + NP - 1) / NP * NP), tp = (double)((maxT + NP - 1) / NP * NP);
-	double per = 4.0 * (rows * (hd + hdp) + rows * (double)(ntiles(maxT, KTILE) * KTILE) +
+	double per = 4.0 * (rows * (hd + hdp) + rows * (double)((ntiles(maxT, KTILE) + 1) * KTILE) +
 	                    g * (double)(maxT + NP) + rows * (2.0 + (double)ntiles(maxT, KTILE))) +
 	             8.0 * (rows + (double)c->n_heads * (double)maxT);
 	return per * (nth < 1 ? 1 : nth) + 4.0 * (double)c->n_kv_heads * tp * (hd + hdp);
@@ -79,6 +80,7 @@ static void thread_free(attn_thread *p)
 	free(p->qg);
 	free(p->og);
 	free(p->s);
+	free(p->sl);
 	free(p->csum);
 	free(p->mx);
 	free(p->al);
@@ -94,6 +96,7 @@ static int thread_alloc(ss_attn *a, attn_thread *p, ss_err *e)
 	if (!(p->qg = ss_malloc(rows * (size_t)a->hd, 4, "attention queries", e)) ||
 	    !(p->og = ss_malloc(rows * (size_t)a->hdp, 4, "attention output", e)) ||
 	    !(p->s = ss_malloc_big(rows * (size_t)(a->ntile * a->kt), 4, "attention scores", e)) ||
+	    !(p->sl = ss_malloc(rows * (size_t)a->kt, 4, "attention scores", e)) ||
 	    !(p->csum = ss_malloc((size_t)(a->g * (a->maxT + NP)), 4, "attention sums", e)) ||
 	    !(p->mx = ss_malloc(rows, 4, "attention sums", e)) ||
 	    !(p->al = ss_malloc(rows, 4, "attention sums", e)) ||
@@ -337,8 +340,9 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	memset(p->og, 0, sizeof(float) * (size_t)(R * hdp));
 	for (long t = 0; t < nt; t++) {
 		long c0 = t * kt, c1 = c0 + kt < nk ? c0 + kt : nk, w = c1 - c0;
-		float *st = p->s + t * R * kt;
-		/* S = scale Qg K^T, four panels of keys (16 KiB at hd 64) against
+		float *st = p->s + t * R * kt, *sl = p->sl;
+		/* S = scale Qg K^T into the L2 tile (stores into the block's
+		 * buffer itself waited on memory at T >= 8192), four panels of keys (16 KiB at hd 64) against
 		 * each group of rows in turn; the keys after a group's last
 		 * position are masked for all of it: not computed */
 		for (long j0 = 0; j0 < w; j0 += 4 * NP)
@@ -346,11 +350,11 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 				int nr = R - x0 < MR ? (int)(R - x0) : MR;
 				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
 				for (long j = j0; j < j0 + 4 * NP && j < top; j += NP)
-					qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, st + x0 * kt + j, kt, a->scale);
+					qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, sl + x0 * kt + j, kt, a->scale);
 			}
-		/* the online softmax */
+		/* the online softmax, P~ into the block's buffer */
 		for (long x = 0; x < R; x++) {
-			float *row = st + x * kt;
+			float *row = st + x * kt, *sr = sl + x * kt;
 			long pos = qs + x % nb;
 			/* visible keys of this row within the tile, relative to the tile */
 			long vlo = (a->window && pos - a->window + 1 > klo ? pos - a->window + 1 : klo) - kb - c0;
@@ -367,9 +371,9 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 				memset(row, 0, sizeof(float) * (size_t)vlo);
 			if (vhi < w)
 				memset(row + vhi, 0, sizeof(float) * (size_t)(w - vhi));
-			float m = k_max(row + vlo, vhi - vlo), mo = p->mx[x];
+			float m = k_max(sr + vlo, vhi - vlo), mo = p->mx[x];
 			m = m > mo ? m : mo;
-			double sum = k_exp_shift(row + vlo, vhi - vlo, m);
+			double sum = k_exp_shift_to(row + vlo, sr + vlo, vhi - vlo, m);
 			float al = mo == -INFINITY ? 0.0f : expf(mo - m);
 			p->l[x] = p->l[x] * (double)al + sum;
 			p->al[x] = al;

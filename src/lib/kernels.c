@@ -21,13 +21,13 @@ static inline __m256 exp8(__m256 x)
 	                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
 	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-	__m256 p = _mm256_set1_ps(1.9875691500E-4f);
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+	/* exp8's polynomial 1 + r + r^2 P(r), P evaluated in pairs (Estrin):
+	 * a shorter dependency chain than Horner's, the same accuracy */
 	__m256 r2 = _mm256_mul_ps(r, r);
+	__m256 pa = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459E-1f), r, _mm256_set1_ps(5.0000001201E-1f));
+	__m256 pb = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073E-3f), r, _mm256_set1_ps(4.1665795894E-2f));
+	__m256 pc = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500E-4f), r, _mm256_set1_ps(1.3981999507E-3f));
+	__m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(pc, r2, pb), r2, pa);
 	p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
 	__m256i ni = _mm256_cvtps_epi32(n);
 	/* n may be 128 at the top of the range: split the scale in two */
@@ -35,6 +35,31 @@ static inline __m256 exp8(__m256 x)
 	__m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, _mm256_set1_epi32(127)), 23));
 	__m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, _mm256_set1_epi32(127)), 23));
 	return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* exp(x) for 8 floats x <= 0, as exp8 (the same polynomial) with less
+ * around it: no upper clamp, n = round(x log2 e) by adding 1.5 * 2^23
+ * (whose low bits then hold n), 2^n in one step since n >= -126, and the
+ * polynomial in pairs. */
+static inline __m256 exp8_neg(__m256 x)
+{
+	const __m256 shift = _mm256_set1_ps(12582912.0f);
+	x = _mm256_max_ps(x, _mm256_set1_ps(-87.3365447504f));
+	__m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift);
+	__m256 n = _mm256_sub_ps(t, shift);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	/* exp8's polynomial 1 + r + r^2 P(r), P evaluated in pairs (Estrin):
+	 * a shorter dependency chain than Horner's, the same accuracy */
+	__m256 r2 = _mm256_mul_ps(r, r);
+	__m256 pa = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459E-1f), r, _mm256_set1_ps(5.0000001201E-1f));
+	__m256 pb = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073E-3f), r, _mm256_set1_ps(4.1665795894E-2f));
+	__m256 pc = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500E-4f), r, _mm256_set1_ps(1.3981999507E-3f));
+	__m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(pc, r2, pb), r2, pa);
+	p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	/* (bits of t) + 127 << 23: the shifter's own bits shift out */
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
 static inline double hsum4d(__m256d v)
@@ -170,6 +195,37 @@ double k_exp_shift(float *x, long n, float max)
 	for (; i < n; i++) {
 		x[i] = expf(x[i] - max);
 		s += x[i];
+	}
+	return s;
+}
+
+double k_exp_shift_to(float *y, const float *x, long n, float max)
+{
+	long i = 0;
+	double s = 0;
+#ifdef __AVX2__
+	__m256 mx = _mm256_set1_ps(max), a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	for (; i + 16 <= n; i += 16) {
+		__m256 v0 = exp8_neg(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+		__m256 v1 = exp8_neg(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), mx));
+		_mm256_storeu_ps(y + i, v0);
+		_mm256_storeu_ps(y + i + 8, v1);
+		a0 = _mm256_add_ps(a0, v0);
+		a1 = _mm256_add_ps(a1, v1);
+	}
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = exp8_neg(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+		_mm256_storeu_ps(y + i, v);
+		a0 = _mm256_add_ps(a0, v);
+	}
+	float t[8];
+	_mm256_storeu_ps(t, _mm256_add_ps(a0, a1));
+	for (int k = 0; k < 8; k++)
+		s += t[k];
+#endif
+	for (; i < n; i++) {
+		y[i] = expf(x[i] - max);
+		s += y[i];
 	}
 	return s;
 }

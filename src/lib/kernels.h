@@ -14,6 +14,10 @@ void k_silu_mul(float *g, const float *u, long n);
 /* x[i] = exp(x[i] - max) for i < n; returns the sum (double) */
 double k_exp_shift(float *x, long n, float max);
 float k_max(const float *x, long n);
+/* y[i] = exp(x[i] - max) for i < n where every x[i] <= max (a softmax row
+ * and its max; a cheaper exp than k_exp_shift's for arguments <= 0, as
+ * accurate); returns the sum (double) */
+double k_exp_shift_to(float *y, const float *x, long n, float max);
 /* y[i] += a * x[i] */
 void k_axpy(float *y, const float *x, long n, float a);
 /* x[i] *= s */

@@ -1,7 +1,7 @@
 /* attnbench - attn_run alone at Qwen2.5-0.5B's attention shapes (14 heads,
  * 2 KV heads, head_dim 64), next to OpenBLAS sgemm at a linear shape of
  * the same model measured in the same run (tests/bench/attn.sh).
- *   usage: attnbench T THREADS [SECONDS]
+ *   usage: attnbench T THREADS [SECONDS [QBLOCK]]
  * One prefill of T queries (t0 = 0) with the attention received (recv) on,
  * as actdump runs it; best of at least 3 timed runs and SECONDS (default 2)
  * after a warm-up.  Attention FLOPs: 2 x 2 x head_dim per visible (query,
@@ -95,14 +95,15 @@ static int time_attn(variant *v, ss_pool *pool, int th, long T, float *q, const 
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: attnbench T THREADS [SECONDS]\n");
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: attnbench T THREADS [SECONDS [QBLOCK]]\n");
 		return 2;
 	}
 	long T = atol(argv[1]);
 	int th = atoi(argv[2]);
 	double secs = argc > 3 ? atof(argv[3]) : 2.0;
-	if (T < 1 || th < 1)
+	long qb = argc > 4 ? atol(argv[4]) : 32;   /* forward.c's QBLOCK */
+	if (T < 1 || th < 1 || qb < 1)
 		return 2;
 	openblas_set_num_threads(1);
 	ss_config c = {.n_heads = 14, .n_kv_heads = 2, .head_dim = 64};
@@ -111,8 +112,12 @@ int main(int argc, char **argv)
 	ss_pool *pool;
 	variant nv = {attn_run, NULL, 1e30, 1e30, 0, 0}, ov = {old_attn_run, NULL, 1e30, 1e30, 0, 0};
 	int old = old_attn_create && old_attn_run && old_attn_free;
-	if (pool_create(&pool, th, &e) < 0 || attn_create(&nv.a, &c, T, th, 32, &e) < 0 ||
-	    (old && old_attn_create(&ov.a, &c, T, th, 32, &e) < 0)) {
+	if (pool_create(&pool, th, &e) < 0 || attn_create(&nv.a, &c, T, th, qb, &e) < 0 ||
+	    (old && old_attn_create(&ov.a, &c, T, th, qb, &e) < 0)) {
+		fprintf(stderr, "attnbench: %s\n", e.msg);
+		return 1;
+	}
+	if (getenv("ATTN_KT") && attn_set_key_tile(nv.a, atol(getenv("ATTN_KT")), &e) < 0) {
 		fprintf(stderr, "attnbench: %s\n", e.msg);
 		return 1;
 	}

@@ -106,9 +106,28 @@ static void test_softmax(void **st)
 		z[i] = -87.0f * (float)i / 999.0f;
 		ref[i] = z[i];
 	}
+	float w[1000];
+	double sw = k_exp_shift_to(w, z, 1000, 0), sr = 0;   /* before z is overwritten */
 	k_exp_shift(z, 1000, 0);
-	for (int i = 0; i < 1000; i++)
+	for (int i = 0; i < 1000; i++) {
 		assert_true(fabs(z[i] - exp((double)ref[i])) <= 4e-7 * exp((double)ref[i]));
+		assert_true(fabs(w[i] - exp((double)ref[i])) <= 4e-7 * exp((double)ref[i]));
+		sr += exp((double)ref[i]);
+	}
+	near(sw, sr, 1e-6);
+	/* k_exp_shift_to on rows shifted by their max, its 16-wide and 8-wide
+	 * bodies and the tail: 2^16 + 13 points of [-1, 0] (relative error) */
+	static float u[(1 << 16) + 13], v[(1 << 16) + 13];
+	long nu = (1 << 16) + 13;
+	for (long i = 0; i < nu; i++)
+		u[i] = 3.0f - (float)i / 65536.0f;
+	k_exp_shift_to(v, u, nu, 3.0f);
+	double worst = 0;
+	for (long i = 0; i < nu; i++) {
+		double e = exp((double)(u[i] - 3.0f));
+		worst = fmax(worst, fabs(v[i] - e) / e);
+	}
+	assert_true(worst < 2.5e-7);   /* about 2 ulp */
 }
 
 static void test_silu(void **st)
