@@ -131,7 +131,7 @@ if [ -f "$org/config.json" ]; then
 else
 	t_skip "organism: pipeline" "mkorganism not built yet and examples/organism/ absent"
 fi
-t_ok "both models in under two minutes ($(($(date +%s) - t0)) s)" test $(($(date +%s) - t0)) -lt 120
+echo "# both models took $(($(date +%s) - t0)) s (a figure, not a test: speed belongs in make bench)"
 
 # Slurm: the SHELL wrapper runs a recipe through srun (stand-in on PATH).
 mkdir -p "$TMP/fakebin"
