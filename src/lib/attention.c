@@ -17,10 +17,13 @@
  * columns) fused with the scaling and the rescaling, on keys and values
  * packed once per call into panels of 16 (keys [16 keys][hd], values
  * [T][16 columns]) that every block shares; portable C does the same
- * without AVX2.  Tiles start at a multiple of 16 keys. */
+ * without AVX2.  Tiles start at a multiple of 16 keys.  Calls with a few
+ * queries (decoding, re-runs: fewer than PACK_MIN rows per block) skip the
+ * packing and use two sgemm calls per block instead (block_few). */
 #include "attention.h"
 #include "kernels.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,7 @@
 #endif
 
 #define KTILE 256   /* keys per tile: 32 x 7 rows x 256 floats = 224 KiB */
+#define PACK_MIN 24   /* rows (queries x group) from which keys are packed */
 #define MR 6        /* rows per kernel call */
 #define NP 16       /* keys per packed panel */
 
@@ -421,6 +425,58 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	}
 }
 
+/* A few queries (decoding, re-runs): packing all the keys would cost more
+ * than the products, so the block's rows (rows r0..r1-1 of q) against KV
+ * head kvh go through two sgemm calls over the keys in place, with the
+ * same exact softmax (max, exp, masked keys 0) and column sums. */
+static void block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
+{
+	long g = a->g, hd = a->hd, nb = r1 - r0, R = g * nb;
+	long qs = a->t0 + r0, qe = a->t0 + r1;
+	long klo = a->window && qs - a->window + 1 > 0 ? qs - a->window + 1 : 0, nk = qe - klo;
+	for (long r = 0; r < g; r++)
+		for (long i = 0; i < nb; i++)
+			memcpy(p->qg + (r * nb + i) * hd, a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd,
+			       (size_t)hd * 4);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)nk, (int)hd, a->scale, p->qg, (int)hd,
+	            a->kc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->s, (int)nk);
+	if (a->recv_sum)
+		memset(p->csum, 0, sizeof(float) * (size_t)(g * nk));
+	for (long x = 0; x < R; x++) {
+		float *row = p->s + x * nk;
+		long pos = qs + x % nb;
+		long jlo = a->window && pos - a->window + 1 > klo ? pos - a->window + 1 : klo, jhi = pos + 1;
+		float *v = row + (jlo - klo);
+		float mx = k_max(v, jhi - jlo);
+		float inv = (float)(1.0 / k_exp_shift_to(v, v, jhi - jlo, mx));
+		p->mx[x] = inv;
+		memset(row, 0, sizeof(float) * (size_t)(jlo - klo));
+		memset(row + (jhi - klo), 0, sizeof(float) * (size_t)(qe - jhi));
+		if (a->recv_sum)
+			k_axpy(p->csum + (x / nb) * nk + (jlo - klo), v, jhi - jlo, inv);
+	}
+	if (a->recv_sum)
+		for (long r = 0; r < g; r++) {
+			double *acc = p->acc + (kvh * g + r) * a->maxT + klo;
+			for (long j = 0; j < nk; j++)
+				acc[j] += p->csum[r * nk + j];
+		}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, (int)hd, (int)nk, 1.0f, p->s, (int)nk,
+	            a->vc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->og, (int)hd);
+	for (long r = 0; r < g; r++)
+		for (long i = 0; i < nb; i++) {
+			float *o = a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd;
+			const float *src = p->og + (r * nb + i) * hd, f = p->mx[r * nb + i];
+			for (long k = 0; k < hd; k++)
+				o[k] = src[k] * f;
+		}
+}
+
+static int packed(const ss_attn *a)
+{
+	return a->g * (a->n < a->qb ? a->n : a->qb) >= PACK_MIN;
+}
+
 static void attn_task(void *ctx, int tid, int nth)
 {
 	ss_attn *a = ctx;
@@ -435,7 +491,10 @@ static void attn_task(void *ctx, int tid, int nth)
 	for (long it = tid; it < items; it += nth) {
 		long qb = it / a->Hkv, kvh = it % a->Hkv;
 		long r0 = qb * a->qb, r1 = r0 + a->qb < a->n ? r0 + a->qb : a->n;
-		block(a, p, r0, r1, kvh);
+		if (packed(a))
+			block(a, p, r0, r1, kvh);
+		else
+			block_few(a, p, r0, r1, kvh);
 	}
 }
 
@@ -467,7 +526,8 @@ int attn_run(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *
 	a->n = n;
 	a->recv_sum = recv_sum;
 	a->ld = ld;
-	pool_run(pool, pack_task, a);
+	if (packed(a))
+		pool_run(pool, pack_task, a);
 	pool_run(pool, attn_task, a);
 	if (recv_sum)
 		pool_run(pool, reduce_task, a);

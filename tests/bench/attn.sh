@@ -7,7 +7,8 @@
 # minutes) and keeps the best of each; BENCH_REPS such runs (default 3) per
 # length, medians reported.
 # Each run also times OpenBLAS sgemm at the model's gate_up shape, so
-# "of sgemm" compares with the speed the projections get in the same run.
+# "of sgemm" compares with the speed the projections get in the same run,
+# and one decoding step (the last query against all T keys).
 # BENCH_T (default "512 2048 8192"), BENCH_THREADS (default 2).  The CPU that
 # other processes used during each run is printed (cores); above 0.25 the
 # run is marked LOADED, and the cpu figures (CPU time / threads) move less.
@@ -42,9 +43,9 @@ one() {
 		f = ((b1 - b0) / hz - own) / (t1 - t0); if (f < 0) f = 0
 		for (k = 0; k < 2; k++) {
 			p = k ? "" : "old_"
-			printf "%-4s T=%-5d attn %6.1f GFLOP/s (%5.1f%% of sgemm %6.1f)  cpu %6.1f (%5.1f%% of %6.1f)  sum_recv %s  foreign load %.2f cores%s\n",
+			printf "%-4s T=%-5d attn %6.1f GFLOP/s (%5.1f%% of sgemm %6.1f)  cpu %6.1f (%5.1f%% of %6.1f)  decode %6.1f us  sum_recv %s  foreign load %.2f cores%s\n",
 				k ? "new" : "old", v["T"], v[p "attn_gflops"], 100 * v[p "ratio"], v["sgemm_gflops"],
-				v[p "attn_gflops_cpu"], 100 * v[p "ratio_cpu"], v["sgemm_gflops_cpu"], v[p "sum_recv"], f,
+				v[p "attn_gflops_cpu"], 100 * v[p "ratio_cpu"], v["sgemm_gflops_cpu"], v[p "decode_us"], v[p "sum_recv"], f,
 				(f > 0.25 ? "  LOADED" : "")
 		}
 	}'

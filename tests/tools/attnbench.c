@@ -9,7 +9,8 @@
  * N = 9728, K = 896) split over the pool's threads as forward.c does, each
  * a single-threaded OpenBLAS call.  Output: one line of name=value pairs;
  * the _cpu figures divide by process CPU time / threads; sum_o and sum_recv
- * are checksums (old and new code must agree to float rounding).
+ * are checksums (old and new code must agree to float rounding); decode_us
+ * is one decoding step (query T-1 against its T keys, recv on, best of 50).
  * tests/bench/attn.sh links a second attention.c (an older commit's) in
  * with its functions renamed old_attn_*: then the old and the new code run
  * alternately in this one process (the old_ figures), as does the sgemm,
@@ -63,8 +64,30 @@ typedef struct variant {
 	int (*run)(ss_attn *, ss_pool *, float *, long, long, const float *, const float *, double *, long,
 	           ss_err *);
 	ss_attn *a;
-	double best, bestc, so, sr;
+	double best, bestc, so, sr, dec;
 } variant;
+
+/* one decoding step: the last query against the T - 1 keys before it and
+ * its own (best of reps, seconds) */
+static double time_decode(variant *v, ss_pool *pool, long T, float *q, const float *q0, const float *K,
+                          const float *V, double *rs, int reps)
+{
+	long qd = 14 * 64;
+	ss_err e = {0};
+	double best = 1e30;
+	for (int r = 0; r < reps; r++) {
+		for (long i = 0; i < qd; i++)
+			q[(T - 1) * qd + i] = q0[(T - 1) * qd + i];
+		double t0 = ss_now();
+		if (v->run(v->a, pool, q + (T - 1) * qd, T - 1, 1, K, V, rs, T, &e) < 0) {
+			fprintf(stderr, "attnbench: %s\n", e.msg);
+			return -1;
+		}
+		double t = ss_now() - t0;
+		best = t < best ? t : best;
+	}
+	return best;
+}
 
 static int time_attn(variant *v, ss_pool *pool, int th, long T, float *q, const float *q0, const float *K,
                      const float *V, double *rs, int first)
@@ -110,7 +133,7 @@ int main(int argc, char **argv)
 	long H = 14, hd = 64, qd = H * hd, kvd = 2 * hd;
 	ss_err e = {0};
 	ss_pool *pool;
-	variant nv = {attn_run, NULL, 1e30, 1e30, 0, 0}, ov = {old_attn_run, NULL, 1e30, 1e30, 0, 0};
+	variant nv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0}, ov = {old_attn_run, NULL, 1e30, 1e30, 0, 0, 0};
 	int old = old_attn_create && old_attn_run && old_attn_free;
 	if (pool_create(&pool, th, &e) < 0 || attn_create(&nv.a, &c, T, th, qb, &e) < 0 ||
 	    (old && old_attn_create(&ov.a, &c, T, th, qb, &e) < 0)) {
@@ -162,6 +185,11 @@ int main(int argc, char **argv)
 		if (rep > 0 && ct < gbc)
 			gbc = ct;
 	}
+	for (int r = 0; r < 3; r++) {
+		nv.dec = time_decode(&nv, pool, T, q, q0, K, V, rs, 50);
+		if (old)
+			ov.dec = time_decode(&ov, pool, T, q, q0, K, V, rs, 50);
+	}
 	double sg = gflop / gb / 1e9, sgc = gflop / gbc / 1e9;
 	printf("T=%ld threads=%d sgemm_gflops=%.1f sgemm_gflops_cpu=%.1f", T, th, sg, sgc);
 	for (int k = 0; k < 1 + old; k++) {
@@ -169,8 +197,8 @@ int main(int argc, char **argv)
 		const char *p = k ? "old_" : "";
 		double ag = aflop / v->best / 1e9, agc = aflop / v->bestc / 1e9;
 		printf(" %sattn_s=%.4f %sattn_gflops=%.1f %sratio=%.3f %sattn_gflops_cpu=%.1f %sratio_cpu=%.3f "
-		       "%ssum_o=%.6e %ssum_recv=%.9e",
-		       p, v->best, p, ag, p, ag / sg, p, agc, p, agc / sgc, p, v->so, p, v->sr);
+		       "%ssum_o=%.6e %ssum_recv=%.9e %sdecode_us=%.1f",
+		       p, v->best, p, ag, p, ag / sg, p, agc, p, agc / sgc, p, v->so, p, v->sr, p, 1e6 * v->dec);
 	}
 	printf("\n");
 	attn_free(nv.a);
