@@ -45,6 +45,7 @@ hz=$(getconf CLK_TCK)
 run() {
 	local name=$1 T=$2; shift 2
 	local b0 b1 t0 t1
+	sleep 1   # let the memory a tool before freed settle (a run right after prefillbench was 5% slower)
 	b0=$(busy); t0=$(date +%s.%N)
 	/usr/bin/time -v -o "$B/time.txt" "$SS_BIN/actdump" -m "$M" --ids "$B/ids$T" -t "$TH" --timings "$@" \
 		2>"$B/err.txt"
