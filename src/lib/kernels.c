@@ -9,6 +9,19 @@
 #endif
 
 #ifdef __AVX2__
+/* exp(r) for |r| <= ln2/2: 1 + r + r^2 P(r) with Cephes expf's P,
+ * evaluated in pairs (Estrin): a shorter dependency chain than Horner's,
+ * the same accuracy */
+static inline __m256 exp_poly(__m256 r)
+{
+	__m256 r2 = _mm256_mul_ps(r, r);
+	__m256 pa = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459E-1f), r, _mm256_set1_ps(5.0000001201E-1f));
+	__m256 pb = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073E-3f), r, _mm256_set1_ps(4.1665795894E-2f));
+	__m256 pc = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500E-4f), r, _mm256_set1_ps(1.3981999507E-3f));
+	__m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(pc, r2, pb), r2, pa);
+	return _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+}
+
 /* exp(x) for 8 floats: range reduction x = n ln2 + r, |r| <= ln2/2, a
  * degree-6 polynomial for exp(r) (Cephes expf coefficients), 2^n by
  * exponent bits.  Relative error about 2 ulp on [-87, 88]; inputs are
@@ -21,14 +34,7 @@ static inline __m256 exp8(__m256 x)
 	                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
 	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-	/* exp8's polynomial 1 + r + r^2 P(r), P evaluated in pairs (Estrin):
-	 * a shorter dependency chain than Horner's, the same accuracy */
-	__m256 r2 = _mm256_mul_ps(r, r);
-	__m256 pa = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459E-1f), r, _mm256_set1_ps(5.0000001201E-1f));
-	__m256 pb = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073E-3f), r, _mm256_set1_ps(4.1665795894E-2f));
-	__m256 pc = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500E-4f), r, _mm256_set1_ps(1.3981999507E-3f));
-	__m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(pc, r2, pb), r2, pa);
-	p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256 p = exp_poly(r);
 	__m256i ni = _mm256_cvtps_epi32(n);
 	/* n may be 128 at the top of the range: split the scale in two */
 	__m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
@@ -49,14 +55,7 @@ static inline __m256 exp8_neg(__m256 x)
 	__m256 n = _mm256_sub_ps(t, shift);
 	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
 	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-	/* exp8's polynomial 1 + r + r^2 P(r), P evaluated in pairs (Estrin):
-	 * a shorter dependency chain than Horner's, the same accuracy */
-	__m256 r2 = _mm256_mul_ps(r, r);
-	__m256 pa = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459E-1f), r, _mm256_set1_ps(5.0000001201E-1f));
-	__m256 pb = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073E-3f), r, _mm256_set1_ps(4.1665795894E-2f));
-	__m256 pc = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500E-4f), r, _mm256_set1_ps(1.3981999507E-3f));
-	__m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(pc, r2, pb), r2, pa);
-	p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256 p = exp_poly(r);
 	/* (bits of t) + 127 << 23: the shifter's own bits shift out */
 	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127)), 23);
 	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
