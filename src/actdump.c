@@ -764,7 +764,7 @@ static int run_one(int argc, char **argv, ss_model *Mp, const seq *q, const tok 
 	if (timings) {
 		ss_fwd_times ft;
 		fwd_times(fwd, &ft);
-		double rest = t1 - t0 - ft.linear - ft.attention - ft.convert - ft.rows - ft.pages;
+		double rest = t1 - t0 - fwd_times_parts(&ft);
 		fprintf(stderr, PROG ": time: projections %.3f s (%.6g GFLOP, %.1f GFLOP/s), attention %.3f s "
 		        "(%.6g GFLOP, %.1f GFLOP/s), weight conversion %.3f s, row kernels %.3f s, paging %.3f s, "
 		        "rest %.3f s\n",

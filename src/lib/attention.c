@@ -312,6 +312,43 @@ static void pv(int nr, const float *p, long ldp, const float *v, long w, float *
 
 /* ---- one work item ----------------------------------------------------- */
 
+/* the queries of rows r0..r0+nb-1 for the g heads of KV head kvh, stacked
+ * head by head into p->qg */
+static void gather_q(const ss_attn *a, attn_thread *p, long r0, long nb, long kvh)
+{
+	long g = a->g, hd = a->hd;
+	for (long r = 0; r < g; r++)
+		for (long i = 0; i < nb; i++)
+			memcpy(p->qg + (r * nb + i) * hd, a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd,
+			       (size_t)hd * 4);
+}
+
+/* the block's column sums p->csum [g, nk] (keys k0..k0+nk-1) into p->acc */
+static void add_csum(const ss_attn *a, attn_thread *p, long kvh, long k0, long nk)
+{
+	for (long r = 0; r < a->g; r++) {
+		double *acc = p->acc + (kvh * a->g + r) * a->maxT + k0;
+		const float *cs = p->csum + r * nk;
+		for (long j = 0; j < nk; j++)
+			acc[j] += cs[j];
+	}
+}
+
+/* the output rows p->og (ldo floats apart) times scale[x] back into q */
+static void put_out(const ss_attn *a, const attn_thread *p, long r0, long nb, long kvh, long ldo,
+                    const float *scale)
+{
+	long g = a->g, hd = a->hd;
+	for (long r = 0; r < g; r++)
+		for (long i = 0; i < nb; i++) {
+			long x = r * nb + i;
+			float *o = a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd;
+			const float *src = p->og + x * ldo;
+			for (long k = 0; k < hd; k++)
+				o[k] = src[k] * scale[x];
+		}
+}
+
 /* keys 0..top-1 of a tile (from key k0) seen by some row of x0..x0+nr-1 */
 static long tile_top(long x0, int nr, long nb, long qs, long k0, long w)
 {
@@ -333,10 +370,7 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	long nt = (nk + kt - 1) / kt;
 	const float *kp = a->kp + (kvh * a->np + kb / NP) * hd * NP;
 	const float *vp = a->vp + (kvh * (hdp / NP) * a->np * NP + kb) * NP;
-	for (long r = 0; r < g; r++)
-		for (long i = 0; i < nb; i++)
-			memcpy(p->qg + (r * nb + i) * hd, a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd,
-			       (size_t)hd * 4);
+	gather_q(a, p, r0, nb, kvh);
 	for (long x = 0; x < R; x++) {
 		p->mx[x] = -INFINITY;
 		p->l[x] = 0;
@@ -395,14 +429,9 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			}
 	}
 	/* the output: O / l */
-	for (long r = 0; r < g; r++)
-		for (long i = 0; i < nb; i++) {
-			long x = r * nb + i;
-			float *o = a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd;
-			const float *src = p->og + x * hdp, s = (float)(1.0 / p->l[x]);
-			for (long k = 0; k < hd; k++)
-				o[k] = src[k] * s;
-		}
+	for (long x = 0; x < R; x++)
+		p->al[x] = (float)(1.0 / p->l[x]);
+	put_out(a, p, r0, nb, kvh, hdp, p->al);
 	if (!a->recv_sum)
 		return;
 	/* recv: column sums of the exact probabilities, float over the block */
@@ -417,12 +446,7 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			k_axpy(p->csum + (x / nb) * nk + c0, p->s + (t * R + x) * kt, w, f);
 		}
 	}
-	for (long r = 0; r < g; r++) {
-		double *acc = p->acc + (kvh * g + r) * a->maxT + kb;
-		const float *cs = p->csum + r * nk;
-		for (long j = 0; j < nk; j++)
-			acc[j] += cs[j];
-	}
+	add_csum(a, p, kvh, kb, nk);
 }
 
 /* A few queries (decoding, re-runs): packing all the keys would cost more
@@ -434,10 +458,7 @@ static void block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	long g = a->g, hd = a->hd, nb = r1 - r0, R = g * nb;
 	long qs = a->t0 + r0, qe = a->t0 + r1;
 	long klo = a->window && qs - a->window + 1 > 0 ? qs - a->window + 1 : 0, nk = qe - klo;
-	for (long r = 0; r < g; r++)
-		for (long i = 0; i < nb; i++)
-			memcpy(p->qg + (r * nb + i) * hd, a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd,
-			       (size_t)hd * 4);
+	gather_q(a, p, r0, nb, kvh);
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)nk, (int)hd, a->scale, p->qg, (int)hd,
 	            a->kc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->s, (int)nk);
 	if (a->recv_sum)
@@ -456,20 +477,10 @@ static void block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			k_axpy(p->csum + (x / nb) * nk + (jlo - klo), v, jhi - jlo, inv);
 	}
 	if (a->recv_sum)
-		for (long r = 0; r < g; r++) {
-			double *acc = p->acc + (kvh * g + r) * a->maxT + klo;
-			for (long j = 0; j < nk; j++)
-				acc[j] += p->csum[r * nk + j];
-		}
+		add_csum(a, p, kvh, klo, nk);
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, (int)hd, (int)nk, 1.0f, p->s, (int)nk,
 	            a->vc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->og, (int)hd);
-	for (long r = 0; r < g; r++)
-		for (long i = 0; i < nb; i++) {
-			float *o = a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd;
-			const float *src = p->og + (r * nb + i) * hd, f = p->mx[r * nb + i];
-			for (long k = 0; k < hd; k++)
-				o[k] = src[k] * f;
-		}
+	put_out(a, p, r0, nb, kvh, hd, p->mx);
 }
 
 static int packed(const ss_attn *a)

@@ -95,16 +95,6 @@ static void gemm_task(void *ctx, int tid, int nth)
 			k_add(j->C + i * j->ldc + n0, j->bias + n0, n1 - n0);
 }
 
-static void gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
-                 long ldw, float *C, long ldc, const float *bias)
-{
-	gemm_job j = {M, N, K, A, lda, W, ldw, C, ldc, bias};
-	double t = ss_now();
-	pool_run(f->pool, gemm_task, &j);
-	f->tm.linear += ss_now() - t;
-	f->tm.linear_flop += 2.0 * (double)M * (double)N * (double)K;
-}
-
 /* pool_run(fn, ctx), its time added to *acc */
 static void timed_run(ss_fwd *f, double *acc, ss_pool_fn fn, void *ctx)
 {
@@ -113,9 +103,22 @@ static void timed_run(ss_fwd *f, double *acc, ss_pool_fn fn, void *ctx)
 	*acc += ss_now() - t;
 }
 
+static void gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
+                 long ldw, float *C, long ldc, const float *bias)
+{
+	gemm_job j = {M, N, K, A, lda, W, ldw, C, ldc, bias};
+	timed_run(f, &f->tm.linear, gemm_task, &j);
+	f->tm.linear_flop += 2.0 * (double)M * (double)N * (double)K;
+}
+
 void fwd_times(const ss_fwd *f, ss_fwd_times *t)
 {
 	*t = f->tm;
+}
+
+double fwd_times_parts(const ss_fwd_times *t)
+{
+	return t->linear + t->attention + t->convert + t->rows + t->pages;
 }
 
 /* ---- layer weights ----------------------------------------------------- */
@@ -432,9 +435,7 @@ static int hook(ss_fwd *f, int l, ss_hook_point p, long t0, long n, float *x, ss
 	return 0;
 }
 
-/* query-key pairs that causal attention (within the window w, 0 = none)
- * scores for queries t0..t0+n-1 */
-static double visible_pairs(long w, long t0, long n)
+double fwd_attention_pairs(long w, long t0, long n)
 {
 	long cut = t0 + n;   /* queries i < cut see i + 1 keys, the rest w */
 	if (w > 0 && w - 1 < cut)
@@ -471,7 +472,7 @@ static int layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *
 	if (attn_run(f->attn, f->pool, f->q, t0, n, kc, vc, recv_sum, ld, e) < 0)
 		return -1;
 	f->tm.attention += ss_now() - ta;
-	f->tm.attention_flop += 4.0 * (double)(f->hd * f->H) * visible_pairs(f->c->sliding_window, t0, n);
+	f->tm.attention_flop += 4.0 * (double)(f->hd * f->H) * fwd_attention_pairs(f->c->sliding_window, t0, n);
 	/* output projection, MLP */
 	float *an = f->bnorm;
 	for (long b = 0; b < n; b += B) {

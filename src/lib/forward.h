@@ -106,6 +106,11 @@ typedef struct ss_fwd_times {
 	double linear_flop, attention_flop;
 } ss_fwd_times;
 void fwd_times(const ss_fwd *f, ss_fwd_times *t);
+/* the seconds of all the parts above together */
+double fwd_times_parts(const ss_fwd_times *t);
+/* query-key pairs that causal attention scores for queries t0..t0+n-1
+ * (query i sees min(i + 1, window) keys; window 0: no window) */
+double fwd_attention_pairs(long window, long t0, long n);
 
 /* Bytes of memory the forward pass allocates for T tokens (excluding the
  * mapped weights and any caller buffers). */

@@ -154,10 +154,7 @@ int main(int argc, char **argv)
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
 		ids[i] = i == 0 ? 1 : (int32_t)((s >> 33) % (unsigned long long)c->vocab);
 	}
-	double pairs = (double)T * (double)(T + 1) / 2;
-	if (c->sliding_window > 0 && T > c->sliding_window)
-		pairs = (double)c->sliding_window * (double)(c->sliding_window + 1) / 2 +
-		        (double)(T - c->sliding_window) * (double)c->sliding_window;
+	double pairs = fwd_attention_pairs(c->sliding_window, 0, T);
 	double lin_tok = r.flop / (double)T * (double)c->n_layers;
 	double attn_tok = (double)c->n_layers * (double)c->n_heads * 4.0 * (double)c->head_dim * pairs / (double)T;
 	double flop_tok = lin_tok + attn_tok;
@@ -199,7 +196,7 @@ int main(int argc, char **argv)
 		       k + 1, tok, rs[k], gs * 1e9 / flop_tok, gs, rb[k], gb * 1e9 / flop_tok, gb,
 		       ft.linear_flop / ft.linear / 1e9, ft.attention_flop / ft.attention / 1e9, ft.linear,
 		       ft.attention, ft.convert, ft.rows, ft.pages,
-		       wall - ft.linear - ft.attention - ft.convert - ft.rows - ft.pages, foreign,
+		       wall - fwd_times_parts(&ft), foreign,
 		       foreign > 0.25 ? "  LOADED" : "");
 		fflush(stdout);
 		sust0 = sust1;
