@@ -20,8 +20,8 @@ SS_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Isrc/li
 SS_LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 
-PROGS    := $(patsubst src/%.c,%,$(wildcard src/*.c))
-LIB_SRC  := $(wildcard src/lib/*.c)
+PROGS    := $(patsubst src/cmd/%.c,%,$(wildcard src/cmd/*.c))
+LIB_SRC  := $(wildcard src/lib/*/*.c)
 LIB_OBJ  := $(patsubst src/lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRC))
 LIB      := $(BUILD)/libsinkscope.a
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -48,7 +48,7 @@ $(BUILD)/lib/%.o: src/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) $(SS_CFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/prog/%.o: src/%.c
+$(BUILD)/prog/%.o: src/cmd/%.c
 	@mkdir -p $(@D)
 	$(CC) $(SS_CFLAGS) $(CFLAGS) -c $< -o $@
 

@@ -22,7 +22,7 @@ for f in sorted(glob.glob("examples/traces/*.jsonl")):
         for k in ("problem", "solution", "response", "full_cot"):
             if isinstance(o.get(k), str) and o[k]:
                 texts.append(o[k])
-for pat in ("src/*.c", "src/lib/*.[ch]", "tests/*/*.sh", "man/man*/*.[157]"):
+for pat in ("src/cmd/*.c", "src/lib/*/*.[ch]", "tests/*/*.sh", "man/man*/*.[157]"):
     for f in sorted(glob.glob(pat)):
         code.append(open(f, encoding="utf-8", errors="replace").read())
 mixed, i = [], 0

@@ -4,7 +4,7 @@
  * dimension that fits the head. */
 #include <sys/stat.h>
 #include "fuzz.h"
-#include "model.h"
+#include "engine/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

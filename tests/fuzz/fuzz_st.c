@@ -4,7 +4,7 @@
  * overlap).  Whatever st_open_file() accepts must be safe to read: every
  * tensor's first and last element are converted to f32. */
 #include "fuzz.h"
-#include "st.h"
+#include "io/st.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

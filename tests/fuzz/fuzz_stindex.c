@@ -5,7 +5,7 @@
  * shard, or tensors of a shard left out must be refused with a message. */
 #include <sys/stat.h>
 #include "fuzz.h"
-#include "st.h"
+#include "io/st.h"
 
 static void shard(const char *dir, const char *name, const char *tensor)
 {

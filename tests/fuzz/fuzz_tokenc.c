@@ -6,7 +6,7 @@
  * UTF-8.
  * Tokenizers: $SS_ROOT/tests/data/tokenizers/ (SS_ROOT defaults to "."). */
 #include "fuzz.h"
-#include "tok.h"
+#include "tok/tok.h"
 
 static tok *load(const char *name)
 {

@@ -4,7 +4,7 @@
  * encode, decode and split into pieces a fixed mixed text without error
  * beyond a message, and every id it produces must lie in its vocabulary. */
 #include "fuzz.h"
-#include "tok.h"
+#include "tok/tok.h"
 
 static const char text[] = "Hello, world! 3(1+3) = 12\n\n  caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 <s>";
 

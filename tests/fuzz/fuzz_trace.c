@@ -14,8 +14,8 @@
  * fuzz-opts: -detect_leaks=0 -fork=1 -ignore_crashes=1
  */
 #include "fuzz.h"
-#include "sinks.h"
-#include "trace.h"
+#include "sinks/sinks.h"
+#include "io/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -3,7 +3,7 @@
  * Checks the reader's promises: fields are NUL-terminated with the reported
  * length, errors carry a message. */
 #include "fuzz.h"
-#include "tsv.h"
+#include "io/tsv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,7 +2,7 @@
  * with tsv_put_escaped() read back identical through tsv_next().  (A row
  * equal to the header, or an empty row, is skipped by design: see tsv.h.) */
 #include "fuzz.h"
-#include "tsv.h"
+#include "io/tsv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

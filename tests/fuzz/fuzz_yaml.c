@@ -5,7 +5,7 @@
  * "p" is short so the fuzzer finds it.  Any result is fine except a crash,
  * a leak or undefined behaviour; a failed parse must leave a message. */
 #include "fuzz.h"
-#include "opt.h"
+#include "util/opt.h"
 
 static int flag;
 static long num;

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "attention.h"
-#include "pool.h"
-#include "progress.h"
+#include "engine/attention.h"
+#include "util/pool.h"
+#include "util/progress.h"
 
 static double cpu_now(void)
 {

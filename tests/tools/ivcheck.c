@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "decode.h"
-#include "model.h"
-#include "sample.h"
+#include "engine/decode.h"
+#include "engine/model.h"
+#include "engine/sample.h"
 
 static int n_test, n_fail;
 

@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "st.h"
+#include "io/st.h"
 
 #define PROG "mkbig"
 

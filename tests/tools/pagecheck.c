@@ -27,8 +27,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "forward.h"
-#include "model.h"
+#include "engine/forward.h"
+#include "engine/model.h"
 
 static long rss_file_kb(void)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "knn.h"
-#include "pca.h"
+#include "analysis/knn.h"
+#include "analysis/pca.h"
 
 int main(int argc, char **argv)
 {

@@ -32,12 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "h5io.h"
-#include "ofile.h"
-#include "opt.h"
-#include "trace.h"
-#include "tsv.h"
+#include "util/err.h"
+#include "io/h5io.h"
+#include "util/ofile.h"
+#include "util/opt.h"
+#include "io/trace.h"
+#include "io/tsv.h"
 
 static long L = 32, T = 4096, H = 8, per_level = 200, distractors = 20, primary2 = 5, seed = 1,
             d_model = 64;

@@ -27,9 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "forward.h"
-#include "model.h"
-#include "progress.h"
+#include "engine/forward.h"
+#include "engine/model.h"
+#include "util/progress.h"
 
 static double cpu_now(void)
 {

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "decode.h"
-#include "progress.h"
-#include "sample.h"
+#include "engine/decode.h"
+#include "util/progress.h"
+#include "engine/sample.h"
 
 /* CPU seconds of the whole process (all threads): the machine is shared,
  * so wall time alone says little */

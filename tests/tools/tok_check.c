@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tok.h"
+#include "tok/tok.h"
 
 typedef struct str {
 	char *s;

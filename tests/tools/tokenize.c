@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "err.h"
-#include "tok.h"
+#include "util/err.h"
+#include "tok/tok.h"
 
 static double now(void)
 {

@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "h5io.h"
-#include "ofile.h"
-#include "opt.h"
-#include "trace.h"
-#include "tsv.h"
+#include "util/err.h"
+#include "io/h5io.h"
+#include "util/ofile.h"
+#include "util/opt.h"
+#include "io/trace.h"
+#include "io/tsv.h"
 
 static const char *out, *acts;
 static const ss_opt opts[] = {

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gen.h"
-#include "tok.h"
+#include "engine/gen.h"
+#include "tok/tok.h"
 
 static const int32_t expect[] = {
 	1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396,

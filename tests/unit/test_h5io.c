@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "h5io.h"
-#include "sinks.h"
-#include "tokclass.h"
-#include "trace.h"
+#include "io/h5io.h"
+#include "sinks/sinks.h"
+#include "sinks/tokclass.h"
+#include "io/trace.h"
 
 static char dir[64];
 

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "attention.h"
-#include "forward.h"
-#include "kernels.h"
-#include "pool.h"
-#include "st.h"
+#include "engine/attention.h"
+#include "engine/forward.h"
+#include "engine/kernels.h"
+#include "util/pool.h"
+#include "io/st.h"
 
 #define near(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol) * fmax(1.0, fabs((double)(b))))
 

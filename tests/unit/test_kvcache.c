@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "kvcache.h"
+#include "engine/kvcache.h"
 
 static void test_kv(void **st)
 {

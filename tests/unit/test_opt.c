@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "opt.h"
+#include "util/opt.h"
 
 static double tau;
 static long minlife;

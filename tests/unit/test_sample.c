@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "sample.h"
+#include "engine/sample.h"
 
 static void test_greedy(void **st)
 {

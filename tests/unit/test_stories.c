@@ -19,8 +19,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "forward.h"
-#include "model.h"
+#include "engine/forward.h"
+#include "engine/model.h"
 
 static const int32_t expect[] = {
 	1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396,

@@ -9,8 +9,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "st.h"
-#include "stwrite.h"
+#include "io/st.h"
+#include "io/stwrite.h"
 
 static char dir[] = "/tmp/ss_stw.XXXXXX";
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tok.h"
+#include "tok/tok.h"
 
 #define STORY "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, r"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tsne.h"
+#include "analysis/tsne.h"
 
 static uint64_t st = 12345;
 static double unif(void)

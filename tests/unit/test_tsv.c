@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tsv.h"
+#include "io/tsv.h"
 
 static char path[64];
 

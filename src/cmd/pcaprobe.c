@@ -1,0 +1,186 @@
+/* pcaprobe - how the MLP at l_start forms secondary sinks: PCA of its
+ * inputs and its response along each component.  See pcaprobe(1), probe.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine/decode.h"
+#include "util/err.h"
+#include "io/h5io.h"
+#include "engine/model.h"
+#include "util/ofile.h"
+#include "util/opt.h"
+#include "interv/probe.h"
+#include "sinks/sinks.h"
+#include "interv/swap.h"
+#include "sinks/tokclass.h"
+#include "io/trace.h"
+
+static const char *model_dir, *out_path = "-", *classes_s = "space,punct,digit",
+                  *alphas_s = "-4:4:1", *fit_s = "all";
+static long layer, ncomp = 8, threads = 1;
+static int per_sink, vectors;
+
+/* "A:B:STEP" or a comma-separated list. */
+static int parse_alphas(const char *s, double **a, long *n, ss_err *e)
+{
+	double lo, hi, st;
+	char tail;
+	*a = NULL;
+	*n = 0;
+	if (sscanf(s, "%lf:%lf:%lf%c", &lo, &hi, &st, &tail) == 3) {
+		if (!(st > 0) || hi < lo || (hi - lo) / st > 1000)
+			return ss_err_status(e, SS_EXIT_USAGE, "--alphas '%s': need A <= B, STEP > 0, "
+			                     "at most 1000 steps", s);
+		long m = (long)((hi - lo) / st + 1e-9) + 1;
+		if (!(*a = ss_malloc(m, sizeof **a, "alphas", e)))
+			return -1;
+		for (long i = 0; i < m; i++)
+			(*a)[i] = lo + i * st;
+		*n = m;
+		return 0;
+	}
+	long m = 1;
+	for (const char *p = s; *p; p++)
+		m += *p == ',';
+	if (!(*a = ss_malloc(m, sizeof **a, "alphas", e)))
+		return -1;
+	char buf[64];
+	const char *p = s;
+	for (long i = 0; i < m; i++) {
+		size_t l = strcspn(p, ",");
+		if (l >= sizeof buf || (memcpy(buf, p, l), buf[l] = 0, ss_parse_double(buf, &(*a)[i]))) {
+			free(*a);
+			*a = NULL;
+			return ss_err_status(e, SS_EXIT_USAGE, "--alphas '%s': not a number list or A:B:STEP", s);
+		}
+		p += l + 1;
+	}
+	*n = m;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	ss_sink_params sp;
+	sink_params_default(&sp);
+	const ss_opt opts[] = {
+		{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "model folder (config.json, *.safetensors)", NULL},
+		{"output", 'o', SS_OPT_STRING, &out_path, "FILE", "write the table to FILE (default stdout)", NULL},
+		{"layer", 'l', SS_OPT_INT, &layer, "N", "l_start to probe (default: every l_start of the table)", NULL},
+		{"components", 'k', SS_OPT_INT, &ncomp, "K", "principal components (default 8)", NULL},
+		{"alphas", 'a', SS_OPT_STRING, &alphas_s, "LIST", "A:B:STEP or a list, in standard deviations (-4:4:1)", NULL},
+		{"fit", 0, SS_OPT_STRING, &fit_s, "SET", "positions fitted: all or nonsink (default all)", NULL},
+		{"per-sink", 0, SS_OPT_FLAG, &per_sink, NULL, "print the per-sink split instead", NULL},
+		{"vectors", 0, SS_OPT_FLAG, &vectors, NULL, "print the principal components instead", NULL},
+		{"classes", 0, SS_OPT_STRING, &classes_s, "LIST", "control token classes (default space,punct,digit)", NULL},
+		{"tau-cos", 0, SS_OPT_DOUBLE, &sp.tau_cos, "X", "sink rule: cosine threshold", NULL},
+		{"tau-norm", 0, SS_OPT_DOUBLE, &sp.tau_norm, "X", "sink rule: norm over the layer median", NULL},
+		{"threads", 't', SS_OPT_INT, &threads, "N", "threads (default 1)", NULL},
+		{0},
+	};
+	const ss_prog prog = {"pcaprobe", "[options] -m DIR TRACE.h5 EPISODES.tsv",
+	                      "PCA of the MLP inputs at l_start and the MLP's response", opts};
+	ss_err e = {0};
+	ss_signals_install(prog.name);
+	int first = ss_opt_parse(&prog, argc, argv, &e);
+	if (first < 0)
+		return ss_opt_exit(&prog, first, &e);
+	double *alpha = NULL;
+	long n_alpha = 0;
+	unsigned classes = 0;
+	int fit_nonsink = !strcmp(fit_s, "nonsink");
+	if (!model_dir)
+		ss_err_status(&e, SS_EXIT_USAGE, "no model: give -m DIR");
+	else if (argc - first != 2)
+		ss_err_status(&e, SS_EXIT_USAGE, "expected TRACE.h5 EPISODES.tsv, got %d operands",
+		              argc - first);
+	else if (ncomp < 1)
+		ss_err_status(&e, SS_EXIT_USAGE, "--components %ld: must be at least 1", ncomp);
+	else if (threads < 1)
+		ss_err_status(&e, SS_EXIT_USAGE, "--threads %ld: must be at least 1", threads);
+	else if (!fit_nonsink && strcmp(fit_s, "all"))
+		ss_err_status(&e, SS_EXIT_USAGE, "--fit '%s': expected all or nonsink", fit_s);
+	if (e.status || parse_alphas(alphas_s, &alpha, &n_alpha, &e) < 0 ||
+	    tokclass_parse(classes_s, &classes, &e) < 0) {
+		ss_err_print(prog.name, &e);
+		return SS_EXIT_USAGE;
+	}
+
+	ss_model m = {0};
+	ss_trace tr = {0};
+	ss_h5 *h5 = NULL;
+	ss_dec dec = {0};
+	ss_swap_target *tg = NULL;
+	size_t n_tg = 0;
+	ss_ofile of = {0};
+	ss_probe *pr = NULL;
+	float *x = NULL, *res = NULL;
+	unsigned char *done_l = NULL;
+	int rc = SS_EXIT_FAIL;
+	ss_dec_opts dopt = {.threads = (int)threads};
+	if (model_load(&m, model_dir, &e) < 0 || h5_open(&h5, argv[first], &e) < 0 ||
+	    trace_read_h5(h5, &tr, &e) < 0 || swap_check_model(&tr, &m, &e) < 0 ||
+	    swap_targets_read(argv[first + 1], tr.name, tr.T, tr.L, &tg, &n_tg, &e) < 0)
+		goto done;
+	if (layer && (layer < 1 || layer > tr.L)) {
+		ss_err_set(&e, "--layer %ld: out of range 1-%ld of %s", layer, tr.L, tr.name);
+		goto done;
+	}
+	if (!n_tg) {
+		ss_err_set(&e, "%s: no secondary episode of trace %s", argv[first + 1], tr.name);
+		goto done;
+	}
+	if (!(done_l = ss_calloc(tr.L + 1, 1, "layers", &e)) ||
+	    dec_create(&dec, &m, 64, &dopt, &e) < 0)
+		goto done;
+	/* every layer first, so that a failure leaves no partial table */
+	if (!(pr = ss_calloc(tr.L + 1, sizeof *pr, "probes", &e)))
+		goto done;
+	for (size_t t = 0; t < n_tg; t++) {
+		long ls = layer ? layer : tg[t].l_start, T, D;
+		if (done_l[ls])
+			continue;
+		done_l[ls] = 1;
+		free(x);
+		free(res);
+		x = res = NULL;
+		if (trace_acts_read(h5, "mlp_in", ls, &x, &T, &D, &e) < 0 ||
+		    trace_acts_read(h5, "resid", ls, &res, &T, &D, &e) < 0 ||
+		    probe_run(&dec, &tr, ls, x, res, tg, n_tg, (int)ncomp, alpha, n_alpha, fit_nonsink,
+		              &sp, classes, &pr[ls], &e) < 0)
+			goto done;
+	}
+	if (ss_ofile_open(&of, out_path, &e) < 0)
+		goto done;
+	for (long l = 1, hdr = 1; l <= tr.L; l++) {
+		if (!done_l[l])
+			continue;
+		if (vectors)
+			probe_write_vectors(of.f, (int)hdr, &tr, &pr[l]);
+		else if (per_sink)
+			probe_write_sinks(of.f, (int)hdr, &tr, &pr[l]);
+		else
+			probe_write_comps(of.f, (int)hdr, &tr, &pr[l]);
+		hdr = 0;
+	}
+	if (ss_ofile_commit(&of, &e) < 0 || ss_close_stdout(&e) < 0)
+		goto done;
+	rc = 0;
+done:
+	if (rc)
+		ss_err_print(prog.name, &e);
+	for (long l = 0; pr && l <= tr.L; l++)
+		probe_free(&pr[l]);
+	free(pr);
+	free(x);
+	free(res);
+	free(done_l);
+	free(alpha);
+	free(tg);
+	dec_free(&dec);
+	h5_close(h5);
+	trace_free(&tr);
+	model_free(&m);
+	ss_opt_free();
+	return rc;
+}

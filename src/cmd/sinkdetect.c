@@ -1,0 +1,197 @@
+/* sinkdetect - find sink episodes in sinkscope traces; see sinkdetect(1). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/err.h"
+#include "io/h5io.h"
+#include "util/ofile.h"
+#include "util/opt.h"
+#include "util/progress.h"
+#include "sinks/sinks.h"
+#include "io/trace.h"
+#include "io/tsv.h"
+
+static ss_sink_params sp;
+static const char *layers_opt, *out_h5;
+static int summary;
+
+static const ss_opt opts[] = {
+	{"tau-cos", 'c', SS_OPT_DOUBLE, &sp.tau_cos, "X", "cosine to position 0 above X (0.95)", NULL},
+	{"tau-norm", 'n', SS_OPT_DOUBLE, &sp.tau_norm, "X", "norm at least X times the layer median (2)", NULL},
+	{"min-lifetime", 'm', SS_OPT_INT, &sp.min_lifetime, "N", "drop episodes shorter than N layers (1)", NULL},
+	{"primary-start", 0, SS_OPT_DOUBLE, &sp.primary_start_frac, "F", "primary: starts within the first F of the layers (0.25)", NULL},
+	{"primary-end", 0, SS_OPT_DOUBLE, &sp.primary_end_frac, "F", "primary: lasts to at least F of the layers (0.9)", NULL},
+	{"layers", 'l', SS_OPT_STRING, &layers_opt, "A-B", "consider layers A to B only (all)", NULL},
+	{"summary", 's', SS_OPT_FLAG, &summary, NULL, "print per-layer tables instead of episodes", NULL},
+	{"output", 'o', SS_OPT_STRING, &out_h5, "OUT.h5", "also write the trace with /sinks to OUT.h5", NULL},
+	{0},
+};
+
+static const ss_prog prog = {
+	"sinkdetect",
+	"[-s] [-c X] [-n X] [-m N] [-l A-B] [-o OUT.h5] [options] [FILE ...]",
+	"find attention-sink episodes (position, start layer, lifetime) in sinkscope HDF5 traces",
+	opts,
+};
+
+static int parse_range(const char *s, long *lo, long *hi, ss_err *e)
+{
+	char *end;
+	long a = strtol(s, &end, 10), b = a;
+	if (end == s)
+		goto bad;
+	if (*end == '-') {
+		const char *q = end + 1;
+		b = strtol(q, &end, 10);
+		if (end == q)
+			goto bad;
+	}
+	if (*end || a < 1 || b < a)
+		goto bad;
+	*lo = a;
+	*hi = b;
+	return 0;
+bad:
+	return ss_err_status(e, SS_EXIT_USAGE, "--layers '%s': expected A-B with 1 <= A <= B", s);
+}
+
+/* Per-layer table: sinks, primary and secondary episodes covering the
+ * layer, primary sink-score (position 0), secondary episodes starting there. */
+static int write_summary(FILE *f, const ss_trace *tr, const ss_episode *ep, size_t n, long lo,
+                         long hi, ss_err *e)
+{
+	long L = tr->L;
+	long *cnt = ss_calloc((size_t)(L + 2) * 4, sizeof(long), "summary", e);
+	if (!cnt)
+		return -1;
+	long *sinks = cnt, *prim = cnt + (L + 2), *sec = cnt + 2 * (L + 2), *starts = cnt + 3 * (L + 2);
+	for (size_t i = 0; i < n; i++) {
+		if (ep[i].pos == 0)
+			continue;
+		for (long l = ep[i].l_start; l <= ep[i].l_end; l++) {
+			sinks[l]++;
+			if (ep[i].primary)
+				prim[l]++;
+			else
+				sec[l]++;
+		}
+		if (!ep[i].primary)
+			starts[ep[i].l_start]++;
+	}
+	for (long l = lo; l <= hi; l++) {
+		tsv_put_escaped(f, tr->name, strlen(tr->name));
+		fprintf(f, "\t%ld\t%ld\t%ld\t%ld\t", l, sinks[l], prim[l], sec[l]);
+		tsv_put_double(f, sink_score(tr, l, 0));
+		fprintf(f, "\t%ld\n", starts[l]);
+	}
+	free(cnt);
+	return 0;
+}
+
+/* Write the trace (root attributes, /tokens, /stats, /acts) plus /sinks to
+ * OUT (atomically). */
+static int write_h5(ss_h5 *in, const ss_trace *tr, const ss_episode *ep, size_t n, long lo,
+                    long hi, ss_err *e)
+{
+	ss_h5 *o;
+	if (h5_create(&o, out_h5, e))
+		return -1;
+	if (trace_write_h5(o, tr, e) || h5_copy_attrs(o, in, "/", e) || trace_acts_copy(o, in, e) ||
+	    sink_episodes_write_h5(o, ep, n, &sp, lo, hi, e)) {
+		h5_close(o);
+		return -1;
+	}
+	return h5_commit(o, e);
+}
+
+static int run(const char *path, FILE *buf, ss_err *e)
+{
+	ss_h5 *f = NULL;
+	ss_trace tr;
+	ss_episode *ep = NULL;
+	size_t n = 0;
+	long lo, hi;
+	int rc = -1;
+	memset(&tr, 0, sizeof tr);
+	if (h5_open(&f, path, e) || trace_read_h5(f, &tr, e))
+		goto done;
+	if (sink_params_check(&sp, tr.L, &lo, &hi, e)) {
+		ss_err_prefix(e, "%s:/", h5_name(f));
+		goto done;
+	}
+	if (sink_episodes(&tr, &sp, &ep, &n, e))
+		goto done;
+	if (summary ? write_summary(buf, &tr, ep, n, lo, hi, e)
+	            : (sink_episodes_write_tsv(buf, &tr, ep, n), 0))
+		goto done;
+	if (out_h5 && write_h5(f, &tr, ep, n, lo, hi, e))
+		goto done;
+	rc = 0;
+done:
+	free(ep);
+	trace_free(&tr);
+	h5_close(f);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	ss_err e = {0};
+	ss_signals_install(prog.name);
+	sink_params_default(&sp);
+	int i = ss_opt_parse(&prog, argc, argv, &e);
+	if (i == SS_OPT_EXIT)
+		return SS_EXIT_OK;
+	if (i >= 0 && layers_opt && parse_range(layers_opt, &sp.layer_lo, &sp.layer_hi, &e))
+		i = SS_OPT_ERR;
+	long lo, hi;
+	if (i >= 0 && sink_params_check(&sp, LONG_MAX, &lo, &hi, &e))
+		i = SS_OPT_ERR;
+	int nin = i >= 0 ? argc - i : 0;
+	if (i >= 0 && out_h5 && (nin > 1 || !strcmp(out_h5, "-"))) {
+		ss_err_status(&e, SS_EXIT_USAGE, nin > 1 ? "-o takes exactly one input trace"
+		                                         : "-o -: stdout carries the table; name a file");
+		i = SS_OPT_ERR;
+	}
+	if (i < 0) {
+		ss_err_print(prog.name, &e);
+		return e.status ? e.status : SS_EXIT_USAGE;
+	}
+	/* The whole table is built in memory and written only when every input
+	 * was good: a bad file never leaves a partial table. */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *buf = open_memstream(&text, &len);
+	if (!buf) {
+		ss_err_set(&e, "out of memory");
+		ss_err_print(prog.name, &e);
+		return SS_EXIT_FAIL;
+	}
+	fputs(summary ? "trace\tlayer\tsinks\tprimary\tsecondary\tprimary_score\tsecondary_starts\n"
+	              : SINK_TSV_HEADER,
+	      buf);
+	ss_progress pg;
+	ss_progress_start(&pg, "sinkdetect");
+	int rc = 0;
+	if (nin == 0)
+		rc = run("-", buf, &e);
+	for (int k = 0; k < nin && rc == 0; k++) {
+		rc = run(argv[i + k], buf, &e);
+		ss_progress_update(&pg, k + 1, nin, "files");
+	}
+	ss_progress_end(&pg);
+	if (fclose(buf) != 0 && rc == 0)
+		rc = ss_err_set(&e, "out of memory building the table");
+	if (rc == 0 && fwrite(text, 1, len, stdout) != len)
+		rc = ss_err_set(&e, "<stdout>: write error");
+	free(text);
+	if (rc == 0 && ss_close_stdout(&e))
+		rc = -1;
+	if (rc) {
+		ss_err_print(prog.name, &e);
+		return SS_EXIT_FAIL;
+	}
+	return SS_EXIT_OK;
+}

@@ -1,0 +1,34 @@
+/* attention.h - blocked causal attention that also accumulates the
+ * attention each key receives (library-internal; see forward.h).
+ *
+ * Queries are taken in blocks of qblock positions; for each block and each
+ * KV head, the queries of all heads of its group are stacked and scored
+ * against the block's causal prefix of keys (scaled by 1/sqrt(head_dim)) in
+ * tiles of keys that stay in cache, with an online softmax (attention.c);
+ * each row gets the exact softmax over its visible keys (j <= i, and
+ * i - j < sliding_window when set), the probabilities are summed per head
+ * and key (float over the block, then double).  Memory per thread:
+ * qblock x group x T scores, never T x T; K and V once more, packed. */
+#ifndef SS_ATTENTION_H
+#define SS_ATTENTION_H
+
+#include "util/err.h"
+#include "engine/model.h"
+#include "util/pool.h"
+
+typedef struct ss_attn ss_attn;
+
+int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblock, ss_err *e);
+/* Keys per tile, a multiple of 16 (default 256; tests set small tiles to
+ * reach every path). */
+int attn_set_key_tile(ss_attn *a, long kt, ss_err *e);
+void attn_free(ss_attn *a);
+double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock);
+
+/* q [n, H*hd]: queries of positions t0..t0+n-1 after RoPE; overwritten by
+ * the attention output (heads concatenated).  kc, vc [t0+n, Hkv*hd].
+ * recv_sum [H, ld] (or NULL) += sum over these queries of A[i][j]. */
+int attn_run(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *kc,
+             const float *vc, double *recv_sum, long ld, ss_err *e);
+
+#endif

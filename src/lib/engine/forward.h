@@ -1,0 +1,119 @@
+/* forward.h - the forward pass of a decoder-only transformer (f32).
+ *
+ *   a[l] = Attn_l(RMSNorm_1(h[l-1]))   mid = h[l-1] + a[l]
+ *   x[l] = RMSNorm_2(mid)              m[l] = MLP_l(x[l])   h[l] = mid + m[l]
+ *
+ * exactly as Hugging Face's modeling code defines them (RMSNorm in f32,
+ * w * (x / sqrt(mean(x^2) + eps)); RoPE with rotate_half, i.e. pairs
+ * (j, j + rotary_dim/2); SwiGLU down(silu(gate(x)) * up(x))).
+ *
+ * Prefill is layer-major: all T tokens pass through layer l before layer
+ * l+1, so each layer's weights are converted to f32 once per trace (into one
+ * layer-sized buffer; f32 weights are used in place) and only that layer's
+ * keys and values are held.  Projections and the MLP run as OpenBLAS sgemm
+ * over blocks of tokens.  Attention runs per block of queries: the scores of
+ * a block against its causal prefix of keys (never T x T), an exact
+ * softmax per row, P.V by sgemm, and the column sums of P accumulated into
+ * the attention received:  recv[l][k][j] = (1/(T-j)) sum_{i>=j} A_lk[i][j].
+ *
+ * Hooks: one callback sees every hook point of every layer with the
+ * activations of a block of tokens; it may modify them (interventions).
+ * The plain path (hook NULL) pays nothing.  Results are deterministic for a
+ * fixed thread count.
+ */
+#ifndef SS_FORWARD_H
+#define SS_FORWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/err.h"
+#include "engine/model.h"
+
+typedef enum ss_hook_point {
+	SS_HOOK_RESID,     /* h[l] [n, dim]; layer 0 = embeddings */
+	SS_HOOK_ATTN_OUT,  /* a[l] [n, dim], before it is added to the stream */
+	SS_HOOK_MLP_IN,    /* x[l] [n, dim], the normalised MLP input */
+	SS_HOOK_MLP_OUT,   /* m[l] [n, dim], before it is added to the stream */
+} ss_hook_point;
+#define SS_HOOK_N 4
+extern const char *const ss_hook_names[SS_HOOK_N]; /* "resid", "attn_out", "mlp_in", "mlp_out" */
+
+/* x is [n, d] for positions t0 .. t0+n-1 of layer `layer` (1..L; 0 only for
+ * SS_HOOK_RESID = embeddings).  The hook may modify x in place.  A nonzero
+ * return stops the forward pass (the caller keeps its own message). */
+typedef int (*ss_hook_fn)(void *ctx, int layer, ss_hook_point what, long t0, long n, float *x,
+                          long d);
+
+/* Keys (after q/k norm and RoPE) and values of positions t0 .. t0+n-1 of a
+ * layer, [n, kvdim] each with kvdim = n_kv_heads * head_dim; called once the
+ * layer computed them (for a KV cache kept across layers). */
+typedef int (*ss_kv_fn)(void *ctx, int layer, long t0, long n, const float *k, const float *v,
+                        long kvdim);
+
+typedef struct ss_fwd_opts {
+	int threads;              /* worker threads incl. the caller; <= 0: 1 */
+	long block;               /* tokens per projection/MLP block; 0: 1024 */
+	ss_hook_fn hook;          /* NULL: no hooks */
+	void *hook_ctx;
+	ss_kv_fn kv;              /* NULL: keys/values dropped after each layer */
+	void *kv_ctx;
+	int resident;             /* keep every layer's f32 weights (and lm_head's)
+	                             once converted (decoding): n_layers layer buffers */
+	void (*progress)(void *ctx, int layers_done, int n_layers); /* NULL: none */
+	void *progress_ctx;
+} ss_fwd_opts;
+
+/* Statistics (DESIGN.md section 1), accumulated in double, stored in f32 in
+ * the layouts of trace.h.  Any pointer may be NULL (not computed). */
+typedef struct ss_stats {
+	float *resid_norm;     /* [(L+1) * T]  ||h[l][j]|| */
+	float *resid_cos0;     /* [(L+1) * T]  cos(h[l][j], h[l][0]) */
+	float *attn_out_norm;  /* [L * T] */
+	float *mlp_out_norm;   /* [L * T] */
+	float *recv;           /* [L * H * T] */
+} ss_stats;
+
+typedef struct ss_fwd ss_fwd; /* thread pool, layer f32 weights, scratch */
+
+/* Prepare for sequences of up to max_T tokens. */
+int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T, ss_err *e);
+void fwd_free(ss_fwd *f);
+
+/* Run ids[0..T) through every layer.  st may be NULL.  h_out, when not
+ * NULL, receives h[L] [T, dim] (before the final norm).  A non-finite value
+ * is an error at the layer where it starts:
+ *   "MODEL: layer 7: non-finite value in mlp_out at position 12". */
+int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_out, ss_err *e);
+
+/* Building blocks (incremental decode, interventions).  Layers are 1..L.
+ * fwd_embed: x [n, dim] = embeddings of ids (hook SS_HOOK_RESID layer 0 at t0).
+ * fwd_layer: x [n, dim] holds h[l-1] of positions t0..t0+n-1 and becomes
+ *   h[l].  kc, vc [t0+n, kvdim]: rows < t0 hold earlier positions' keys and
+ *   values of this layer; rows t0..t0+n-1 are written.  recv_sum [H, ld]
+ *   (may be NULL): += sum over the n queries of A[i][j], j < t0+n.
+ *   attn_norm, mlp_norm [n] (may be NULL): ||a[l]||, ||m[l]|| per position.
+ * fwd_logits: logits [n, vocab] = lm_head(RMSNorm(x)). */
+int fwd_embed(ss_fwd *f, const int32_t *ids, long t0, long n, float *x, ss_err *e);
+int fwd_layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *vc,
+              double *recv_sum, long ld, float *attn_norm, float *mlp_norm, ss_err *e);
+int fwd_logits(ss_fwd *f, const float *x, long n, float *logits, ss_err *e);
+
+/* Where the time of everything run so far went (wall seconds, summed over
+ * calls), and the FLOPs of the projections (2 M N K per product) and of
+ * attention (2 x 2 x head_dim per visible query-key pair and head). */
+typedef struct ss_fwd_times {
+	double linear, attention, convert, rows, pages;   /* seconds */
+	double linear_flop, attention_flop;
+} ss_fwd_times;
+void fwd_times(const ss_fwd *f, ss_fwd_times *t);
+/* the seconds of all the parts above together */
+double fwd_times_parts(const ss_fwd_times *t);
+/* query-key pairs that causal attention scores for queries t0..t0+n-1
+ * (query i sees min(i + 1, window) keys; window 0: no window) */
+double fwd_attention_pairs(long window, long t0, long n);
+
+/* Bytes of memory the forward pass allocates for T tokens (excluding the
+ * mapped weights and any caller buffers). */
+double fwd_memory_estimate(const ss_config *c, long T, int threads, long block);
+
+#endif

@@ -1,0 +1,65 @@
+/* organism.h - a model organism: a small Qwen2ForCausalLM whose weights are
+ * built by hand so that the real forward pass plants a known sink structure
+ * (DESIGN.md section 1).  mkorganism(1) documents the mechanism layer by
+ * layer; in short, with u the sink direction:
+ *
+ *   layer 1      a uniform head subtracts the mean of a per-token signature,
+ *                which leaves position 0 (it sees only itself) with none; the
+ *                MLP computes the sign of |signature|^2 - tau |bulk|^2 with
+ *                exact quadratic neuron pairs (silu(z) z + silu(-z)(-z) = z^2)
+ *   layer 2      an MLP neuron that fires on that sign writes U u (the primary)
+ *   layers 3,4   MLPs erase the signature and the sign coordinate
+ *   layer ld     (decision) an MLP maps each planted token's class marker onto
+ *                one direction v with a gain gamma per level
+ *   layer ls     (formation) an MLP neuron reads v and writes G u, G rising
+ *                with gamma: the token becomes a secondary sink of norm G
+ *   layers > ls  (erosion) an MLP neuron that fires on every secondary sink
+ *                removes a set amount S(n) - S(n-1) of u at age n, with
+ *                S(n) = exp((n - a) / b) + 1, so a sink of norm G dies at
+ *                age n when S(n) > G: lifetime = a + b ln G (the norm law)
+ *   attention    from layer 3 every head's query favours keys aligned with u
+ *                (Qwen2 q/k biases, lowest RoPE frequency), less so for keys
+ *                of smaller norm; values are zero, so attention only shows
+ *                where the sinks are; secondary sinks take attention from
+ *                position 0, which makes the valley.
+ */
+#ifndef SS_ORGANISM_H
+#define SS_ORGANISM_H
+
+#include "util/err.h"
+#include "io/st.h"
+
+typedef struct org_level {
+	long lifetime;
+	long ntok;
+	char **text;      /* [ntok] token texts as bytes (e.g. ",", "\n\n") */
+	long *ids;        /* [ntok] token ids in the tokenizer */
+	double norm;      /* planted ||m[ls]|| = exp((lifetime - a) / b) */
+	double gamma;     /* decision gain along v (solved) */
+} org_level;
+
+typedef struct org_spec {
+	char *path;                 /* the spec file (for messages) */
+	long d_model, n_layers, n_heads, intermediate, vocab_size;
+	double rope_theta, eps;
+	st_dtype dtype;
+	unsigned long long seed;
+	char *tokenizer;            /* path of tokenizer.json (resolved) */
+	long start_layer;           /* ls */
+	long decision_layer;        /* ld */
+	double slope, intercept;    /* lifetime = intercept + slope * ln(norm) */
+	org_level *lv;
+	long nlv;
+} org_spec;
+
+/* Read and check a spec (YAML).  Errors: "FILE:FIELD: what". */
+int org_spec_load(org_spec *s, const char *path, ss_err *e);
+void org_spec_free(org_spec *s);
+
+/* Build the model folder dir (config.json, model.safetensors, tokenizer.json,
+ * organism.yaml, truth/{levels,tokens,law,decision,layers}.tsv).  The folder
+ * appears complete or not at all; an existing dir is replaced only when it
+ * is empty or an earlier organism (it holds truth/levels.tsv). */
+int org_build(org_spec *s, const char *dir, ss_err *e);
+
+#endif

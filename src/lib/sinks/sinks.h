@@ -1,0 +1,86 @@
+/* sinks.h - the sink rule (DESIGN.md section 1), shared by every stage.
+ *
+ * Token j > 0 is a sink at layer l (row l of resid stats, 0..L) when
+ *     cos(h[l][j], h[l][0]) > tau_cos   and   ||h[l][j]|| >= tau_norm * median_j ||h[l][j]||
+ * Episodes are maximal runs of sink layers; primary vs secondary is decided
+ * by the parameters below.
+ */
+#ifndef SS_SINKS_H
+#define SS_SINKS_H
+
+#include <stdio.h>
+
+#include "util/err.h"
+#include "io/h5io.h"
+#include "io/trace.h"
+
+typedef struct ss_sink_params {
+	double tau_cos;     /* default 0.95 */
+	double tau_norm;    /* default from measurements, see sinkdetect(1) */
+	long min_lifetime;  /* episodes shorter than this are dropped (default 1) */
+	long layer_lo, layer_hi; /* layer range considered (1..L by default; 0 = unset) */
+	/* primary/secondary rule parameters are added by the implementation */
+	double primary_start_frac; /* an episode starting at or before this fraction of L ... */
+	double primary_end_frac;   /* ... and ending at or after this fraction is primary */
+} ss_sink_params;
+
+void sink_params_default(ss_sink_params *p);
+
+/* Median of n floats (does not modify x). */
+double ss_median_f32(const float *x, long n);
+
+/* The rule itself, for one (layer, position). */
+int ss_is_sink(const ss_sink_params *p, double cos0, double norm, double median_norm);
+
+/* mask[l * T + j] = 1 when j is a sink at layer l (l = 0..L; position 0 is
+ * never marked; it is the primary sink by definition).  mask has (L+1)*T. */
+int sink_mask(const ss_trace *tr, const ss_sink_params *p, unsigned char *mask, ss_err *e);
+
+/* Sink-score of position j at layer l (1..L): mean over heads of
+ * recv[l-1][k][j] (the /stats/recv row of layer l). */
+double sink_score(const ss_trace *tr, long l, long j);
+
+/* One sink episode: a maximal run l_start..l_end (layers 1..L) in which pos
+ * is a sink.  Norms and cosines are of h[l] (resid row l). */
+typedef struct ss_episode {
+	long pos;
+	int32_t token;
+	int primary;          /* 1 primary, 0 secondary */
+	long l_start, l_end, lifetime;
+	double peak_norm;     /* max over the episode of ||h[l][pos]|| */
+	double norm_ratio;    /* max over the episode of ||h[l][pos]|| / median_j ||h[l][j]|| */
+	double cos0;          /* mean over the episode of cos(h[l][pos], h[l][0]) */
+	/* Scores of the attention that reads the sink's states: the sink-score
+	 * of layers l_start+1 .. min(l_end+1, L) (recv rows l_start .. ), 0 when
+	 * l_start = L.  Layer l's own attention reads h[l-1]. */
+	double score;         /* mean over those layers */
+	double score_start;   /* sink-score of layer l_start+1 (recv row l_start) */
+	double mlp_norm_start;/* ||m[l_start][pos]|| (mlp_out_norm row l_start-1) */
+} ss_episode;
+
+/* All episodes of a trace, position 0 first (always primary, over the whole
+ * layer range), then by position and l_start.  Episodes shorter than
+ * min_lifetime are dropped.  Primary: l_start <= lo-1+max(1,ceil(s*n)) and
+ * l_end >= lo-1+max(1,floor(f*n)) with n = hi-lo+1 layers in range, s =
+ * primary_start_frac, f = primary_end_frac; else secondary.
+ * *eps is malloc'd (free it). */
+int sink_episodes(const ss_trace *tr, const ss_sink_params *p, ss_episode **eps, size_t *n,
+                  ss_err *e);
+/* The episode table (sinkdetect(1)): header, then one row per episode. */
+#define SINK_TSV_HEADER                                                                    \
+	"trace\tpos\ttoken\ttext\tkind\tl_start\tl_end\tlifetime\tpeak_norm\tnorm_ratio\tcos0\t" \
+	"score\tscore_start\tmlp_norm_start\n"
+void sink_episodes_write_tsv(FILE *f, const ss_trace *tr, const ss_episode *eps, size_t n);
+
+/* /sinks in an HDF5 file (sinkscope-h5(5)): one 1-D dataset per field
+ * (pos, token, primary, l_start, l_end, lifetime: int32; the rest float32),
+ * attributes tau_cos, tau_norm, min_lifetime, layer_lo, layer_hi,
+ * primary_start_frac, primary_end_frac. */
+int sink_episodes_write_h5(ss_h5 *f, const ss_episode *eps, size_t n, const ss_sink_params *p,
+                           long lo, long hi, ss_err *e);
+int sink_episodes_read_h5(ss_h5 *f, ss_episode **eps, size_t *n, ss_err *e);
+
+/* Check a parameter set (and resolve layer_lo/hi = 0 to 1/L for this trace). */
+int sink_params_check(const ss_sink_params *p, long L, long *lo, long *hi, ss_err *e);
+
+#endif

@@ -1,0 +1,358 @@
+/* opt.c - options and YAML config; see opt.h. */
+#include "util/opt.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+/* strings copied out of config files, freed by ss_opt_free() */
+static char **owned;
+static size_t n_owned;
+
+void ss_opt_free(void)
+{
+	for (size_t i = 0; i < n_owned; i++)
+		free(owned[i]);
+	free(owned);
+	owned = NULL;
+	n_owned = 0;
+}
+
+int ss_parse_long(const char *s, long *v)
+{
+	if (!s || !*s)
+		return -1;
+	char *end;
+	errno = 0;
+	long x = strtol(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+int ss_parse_double(const char *s, double *v)
+{
+	if (!s || !*s)
+		return -1;
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (errno || *end || !isfinite(x))
+		return -1;
+	*v = x;
+	return 0;
+}
+
+int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what, ss_err *e)
+{
+	memset(mask, 0, (size_t)n + 1);
+	if (!strcmp(s, "all")) {
+		memset(mask + 1, 1, (size_t)n);
+		return 0;
+	}
+	const char *p = s;
+	if (!*p)
+		return ss_err_status(e, SS_EXIT_USAGE, "%s: empty layer list", what);
+	while (*p) {
+		char *end;
+		errno = 0;
+		long a = strtol(p, &end, 10), b;
+		if (end == p || errno)
+			return ss_err_status(e, SS_EXIT_USAGE, "%s: bad layer list '%s'", what, s);
+		b = a;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p || errno)
+				return ss_err_status(e, SS_EXIT_USAGE, "%s: bad layer list '%s'", what, s);
+		}
+		if (a < 1 || b > n || a > b)
+			return ss_err_status(e, SS_EXIT_USAGE,
+			                     "%s: layer range %ld-%ld outside 1-%d", what, a, b, n);
+		for (long l = a; l <= b; l++)
+			mask[l] = 1;
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return ss_err_status(e, SS_EXIT_USAGE, "%s: bad layer list '%s'", what, s);
+		p = end;
+	}
+	return 0;
+}
+
+static const ss_opt *find_long(const ss_prog *p, const char *name)
+{
+	for (const ss_opt *o = p->opts; o && o->name; o++)
+		if (!strcmp(o->name, name))
+			return o;
+	return NULL;
+}
+
+/* Store a textual value into an option; src names where it came from. */
+static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_file,
+                 const char *src, ss_err *e)
+{
+	int st = from_file ? SS_EXIT_FAIL : SS_EXIT_USAGE;
+	switch (o->type) {
+	case SS_OPT_FLAG:
+		if (!val || !strcmp(val, "true") || !strcmp(val, "yes") || !strcmp(val, "1"))
+			*(int *)o->dst = 1;
+		else if (!strcmp(val, "false") || !strcmp(val, "no") || !strcmp(val, "0"))
+			*(int *)o->dst = 0;
+		else
+			return ss_err_status(e, st, "%s: %s: expected true or false, got '%s'",
+			                     src, o->name, val);
+		break;
+	case SS_OPT_INT:
+		if (ss_parse_long(val, (long *)o->dst))
+			return ss_err_status(e, st, "%s: %s: expected an integer, got '%s'",
+			                     src, o->name, val);
+		break;
+	case SS_OPT_DOUBLE:
+		if (ss_parse_double(val, (double *)o->dst))
+			return ss_err_status(e, st, "%s: %s: expected a finite number, got '%s'",
+			                     src, o->name, val);
+		break;
+	case SS_OPT_STRING:
+		if (from_file) {
+			char *c = strdup(val);
+			char **no = realloc(owned, (n_owned + 1) * sizeof *owned);
+			if (!c || !no) {
+				free(c);
+				return ss_err_set(e, "%s: out of memory", src);
+			}
+			owned = no;
+			owned[n_owned++] = c;
+			*(const char **)o->dst = c;
+		} else {
+			*(const char **)o->dst = val;
+		}
+		break;
+	}
+	if (o->seen)
+		*o->seen = 1;
+	(void)p;
+	return 0;
+}
+
+/* Read the YAML config file and apply the section named after the program. */
+static int load_config(const ss_prog *p, const char *path, ss_err *e)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return ss_err_errno(e, errno, "%s", path);
+	yaml_parser_t ps;
+	yaml_document_t doc;
+	int rc = -1;
+	if (!yaml_parser_initialize(&ps)) {
+		fclose(f);
+		return ss_err_set(e, "%s: cannot initialise the YAML parser", path);
+	}
+	yaml_parser_set_input_file(&ps, f);
+	if (!yaml_parser_load(&ps, &doc)) {
+		ss_err_set(e, "%s:%zu: YAML: %s", path, ps.problem_mark.line + 1,
+		           ps.problem ? ps.problem : "syntax error");
+		yaml_parser_delete(&ps);
+		fclose(f);
+		return -1;
+	}
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	if (!root) { /* empty file: nothing to apply */
+		rc = 0;
+		goto done;
+	}
+	if (root->type != YAML_MAPPING_NODE) {
+		ss_err_set(e, "%s:%zu: expected a mapping of program names to options", path,
+		           root->start_mark.line + 1);
+		goto done;
+	}
+	for (yaml_node_pair_t *pr = root->data.mapping.pairs.start;
+	     pr < root->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+		yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
+		if (k->type != YAML_SCALAR_NODE) {
+			ss_err_set(e, "%s:%zu: section names must be scalars", path, k->start_mark.line + 1);
+			goto done;
+		}
+		if (strcmp((char *)k->data.scalar.value, p->name))
+			continue; /* another program's section */
+		if (v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0)
+			continue; /* empty section */
+		if (v->type != YAML_MAPPING_NODE) {
+			ss_err_set(e, "%s:%zu: %s: expected a mapping of options", path,
+			           v->start_mark.line + 1, p->name);
+			goto done;
+		}
+		for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top; q++) {
+			yaml_node_t *ok = yaml_document_get_node(&doc, q->key);
+			yaml_node_t *ov = yaml_document_get_node(&doc, q->value);
+			char src[SS_ERR_MAX / 2];
+			snprintf(src, sizeof src, "%s:%zu: %s", path, ok->start_mark.line + 1, p->name);
+			if (ok->type != YAML_SCALAR_NODE) {
+				ss_err_set(e, "%s: option names must be scalars", src);
+				goto done;
+			}
+			const char *name = (const char *)ok->data.scalar.value;
+			const ss_opt *o = find_long(p, name);
+			if (!o || !strcmp(name, "config")) {
+				ss_err_set(e, "%s: unknown option '%s'", src, name);
+				goto done;
+			}
+			if (ov->type != YAML_SCALAR_NODE) {
+				ss_err_set(e, "%s: %s: expected a single value", src, name);
+				goto done;
+			}
+			if (store(p, o, (const char *)ov->data.scalar.value, 1, src, e))
+				goto done;
+		}
+	}
+	rc = 0;
+done:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&ps);
+	fclose(f);
+	return rc;
+}
+
+void ss_opt_usage(const ss_prog *p, void *fp)
+{
+	FILE *f = fp;
+	const char *s = p->synopsis;
+	int first = 1;
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		size_t n = nl ? (size_t)(nl - s) : strlen(s);
+		fprintf(f, "%s %s %.*s\n", first ? "usage:" : "      ", p->name, (int)n, s);
+		first = 0;
+		s += n;
+		if (*s == '\n')
+			s++;
+	}
+}
+
+static void help(const ss_prog *p)
+{
+	ss_opt_usage(p, stdout);
+	printf("%s\n\noptions:\n", p->summary);
+	for (const ss_opt *o = p->opts; o && o->name; o++) {
+		char left[96];
+		int n = 0;
+		if (o->short_name)
+			n = snprintf(left, sizeof left, "-%c, ", o->short_name);
+		else
+			n = snprintf(left, sizeof left, "    ");
+		snprintf(left + n, sizeof left - (size_t)n, "--%s%s%s", o->name, o->arg ? " " : "",
+		         o->arg ? o->arg : "");
+		printf("  %-28s %s\n", left, o->help);
+	}
+	printf("  %-28s %s\n", "    --config FILE", "read options from the YAML FILE (section per program)");
+	printf("  %-28s %s\n", "-h, --help", "print this help and exit");
+	printf("  %-28s %s\n", "-V, --version", "print the version and exit");
+}
+
+int ss_opt_exit(const ss_prog *p, int r, const ss_err *e)
+{
+	if (r == SS_OPT_EXIT)
+		return SS_EXIT_OK;
+	ss_err_print(p->name, e);
+	return e->status ? e->status : SS_EXIT_USAGE;
+}
+
+int ss_opt_parse(const ss_prog *p, int argc, char **argv, ss_err *e)
+{
+	size_t n = 0;
+	for (const ss_opt *o = p->opts; o && o->name; o++)
+		n++;
+	struct option *lo = calloc(n + 4, sizeof *lo);
+	char *shorts = calloc(2 * n + 8, 1);
+	if (!lo || !shorts) {
+		free(lo);
+		free(shorts);
+		return ss_err_set(e, "out of memory parsing options");
+	}
+	size_t ns = 0;
+	shorts[ns++] = ':'; /* report missing arguments as ':' */
+	for (size_t i = 0; i < n; i++) {
+		const ss_opt *o = &p->opts[i];
+		lo[i].name = o->name;
+		lo[i].has_arg = o->type == SS_OPT_FLAG ? no_argument : required_argument;
+		lo[i].val = 256 + (int)i;
+		if (o->short_name) {
+			shorts[ns++] = (char)o->short_name;
+			if (o->type != SS_OPT_FLAG)
+				shorts[ns++] = ':';
+		}
+	}
+	lo[n] = (struct option){"config", required_argument, NULL, 1};
+	lo[n + 1] = (struct option){"help", no_argument, NULL, 'h'};
+	lo[n + 2] = (struct option){"version", no_argument, NULL, 'V'};
+	memcpy(shorts + ns, "hV", 3);
+
+	int rc = SS_OPT_ERR;
+	/* The config file first, so the command line overrides it. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		const char *cfg = NULL;
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc) {
+				ss_err_status(e, SS_EXIT_USAGE, "option '--config' needs an argument");
+				goto done;
+			}
+			cfg = argv[++i];
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			cfg = argv[i] + 9;
+		}
+		if (cfg && load_config(p, cfg, e))
+			goto done;
+	}
+
+	opterr = 0;
+	optind = 1;
+	int c, idx;
+	while ((c = getopt_long(argc, argv, shorts, lo, &idx)) != -1) {
+		const ss_opt *o = NULL;
+		if (c >= 256) {
+			o = &p->opts[c - 256];
+		} else if (c == 1) {
+			continue; /* --config, applied above */
+		} else if (c == 'h') {
+			help(p);
+			rc = SS_OPT_EXIT;
+			goto done;
+		} else if (c == 'V') {
+			printf("%s (sinkscope) %s\n", p->name, SS_VERSION);
+			rc = SS_OPT_EXIT;
+			goto done;
+		} else if (c == '?' || c == ':') {
+			const char *what = argv[optind - 1];
+			if (optopt && optopt < 256 && c == '?')
+				ss_err_status(e, SS_EXIT_USAGE, "unknown option '-%c'", optopt);
+			else if (c == ':')
+				ss_err_status(e, SS_EXIT_USAGE, "option '%s' needs an argument", what);
+			else
+				ss_err_status(e, SS_EXIT_USAGE, "unknown option '%s'", what);
+			goto done;
+		} else {
+			for (const ss_opt *q = p->opts; q && q->name; q++)
+				if (q->short_name == c)
+					o = q;
+		}
+		if (!o) {
+			ss_err_status(e, SS_EXIT_USAGE, "unknown option");
+			goto done;
+		}
+		if (store(p, o, optarg, 0, "option", e))
+			goto done;
+	}
+	rc = optind;
+done:
+	free(lo);
+	free(shorts);
+	return rc;
+}

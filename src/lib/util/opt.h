@@ -1,0 +1,72 @@
+/* opt.h - command-line options and YAML config files.
+ *
+ * A program describes its options once, in a table; ss_opt_parse() reads
+ * `--config FILE` (YAML: one mapping per program, keyed by program name;
+ * inside it, keys are the long option names), then the command line, which
+ * overrides the file.  --help and --version are handled here.  Unknown keys
+ * in the program's own section are errors; other programs' sections are
+ * ignored, so one file can configure a whole pipeline.
+ */
+#ifndef SS_OPT_H
+#define SS_OPT_H
+
+#include "util/err.h"
+
+#define SS_VERSION "1.0.0"
+
+typedef enum ss_opt_type {
+	SS_OPT_FLAG,   /* int *, set to 1 (YAML: true/false) */
+	SS_OPT_INT,    /* long * */
+	SS_OPT_DOUBLE, /* double * (finite values only) */
+	SS_OPT_STRING, /* const char ** (points into argv or owned by opt) */
+} ss_opt_type;
+
+typedef struct ss_opt {
+	const char *name;  /* long name, also the YAML key */
+	int short_name;    /* 0 when none */
+	ss_opt_type type;
+	void *dst;
+	const char *arg;   /* metavariable in --help, e.g. "X"; NULL for flags */
+	const char *help;  /* one line */
+	int *seen;         /* optional: set to 1 when given (file or argv) */
+} ss_opt;
+
+typedef struct ss_prog {
+	const char *name;     /* program name */
+	const char *synopsis; /* usage lines after the name, '\n'-separated;
+	                         must match the man page SYNOPSIS */
+	const char *summary;  /* one-line description */
+	const ss_opt *opts;   /* terminated by an entry with name == NULL */
+} ss_prog;
+
+/* Results of ss_opt_parse(). */
+enum {
+	SS_OPT_EXIT = -2, /* --help or --version printed: exit 0 */
+	SS_OPT_ERR = -1,  /* usage error in e (status SS_EXIT_USAGE) or a bad
+	                     config file (status SS_EXIT_FAIL for I/O) */
+};
+
+/* Parse options; returns the index in argv of the first operand (>= 1),
+ * or SS_OPT_EXIT / SS_OPT_ERR. */
+int ss_opt_parse(const ss_prog *p, int argc, char **argv, ss_err *e);
+
+/* For main, after ss_opt_parse() returned r < 0: the exit status (0 after
+ * --help or --version; else e's status, SS_EXIT_USAGE when it has none),
+ * the error printed first as "prog: ..." on stderr. */
+int ss_opt_exit(const ss_prog *p, int r, const ss_err *e);
+
+/* Print the usage lines ("usage: prog ...") to f. */
+void ss_opt_usage(const ss_prog *p, void *f /* FILE * */);
+
+/* Free strings the config file contributed (optional, for leak checkers). */
+void ss_opt_free(void);
+
+/* Helpers for option values. */
+/* Parse a layer list like "1-10,20" into a 0/1 mask of n+1 entries (index =
+ * layer number, 1..n; "all" selects all). Returns -1 with e set on error. */
+int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what, ss_err *e);
+/* Strict number parsing: whole string, finite. */
+int ss_parse_long(const char *s, long *v);
+int ss_parse_double(const char *s, double *v);
+
+#endif
