@@ -158,3 +158,11 @@ int ss_close_stdout(ss_err *e)
 		return ss_err_errno(e, errnum ? errnum : EIO, "<stdout>: write error");
 	return 0;
 }
+
+int ss_main_end(const char *prog, int rc, ss_err *e)
+{
+	if (rc >= 0 && ss_close_stdout(e) == 0)
+		return SS_EXIT_OK;
+	ss_err_print(prog, e);
+	return rc >= 0 || !e->status ? SS_EXIT_FAIL : e->status;
+}

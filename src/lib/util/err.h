@@ -63,4 +63,11 @@ void *ss_malloc_big(size_t n, size_t size, const char *what, ss_err *e);
  * (full disk, closed pipe).  Every program calls it before exiting 0. */
 int ss_close_stdout(ss_err *e);
 
+/* For main() only: the one ending of every program, `return
+ * ss_main_end(prog, rc, &e);`.  rc < 0: prints "prog: msg" and returns
+ * e->status (SS_EXIT_FAIL when none was set).  rc >= 0: flushes and checks
+ * stdout (ss_close_stdout), printing and returning SS_EXIT_FAIL when that
+ * fails, else SS_EXIT_OK. */
+int ss_main_end(const char *prog, int rc, ss_err *e);
+
 #endif
