@@ -10,6 +10,7 @@
 #include "util/par.h"
 #include "analysis/pca.h"
 #include "util/progress.h"
+#include "util/rng.h"
 
 void tsne_params_default(ss_tsne_params *p)
 {
@@ -36,23 +37,6 @@ void csr_free(ss_csr *m)
 	free(m->col);
 	free(m->val);
 	memset(m, 0, sizeof *m);
-}
-
-/* splitmix64: small, seedable, the same on every platform */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-static double rng_unif(uint64_t *s) { return (rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
-static double rng_gauss(uint64_t *s)
-{
-	double u = rng_unif(s), v = rng_unif(s);
-	if (u < 1e-300)
-		u = 1e-300;
-	return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
 }
 
 /* squared distance in 8 f32 lanes, summed in double */
@@ -143,7 +127,7 @@ static int32_t vp_build(vptree *t, long lo, long hi)
 	if (hi <= lo)
 		return -1;
 	int32_t id = (int32_t)t->nn++;
-	long r = lo + (long)(rng_next(&t->rng) % (uint64_t)(hi - lo));
+	long r = lo + (long)(ss_rng_next(&t->rng) % (uint64_t)(hi - lo));
 	swap_item(t, lo, r);
 	int32_t vp = t->items[lo];
 	t->nodes[id].item = vp;
@@ -1307,8 +1291,11 @@ int tsne_run(const float *X, long n, long d, const ss_tsne_params *p, float *Y,
 		}
 	} else {
 		uint64_t s = p->seed;
-		for (long i = 0; i < 2 * n; i++)
-			Y[i] = (float)(1e-4 * rng_gauss(&s));
+		for (long i = 0; i < 2 * n; i++) {
+			/* u1 from [0, 1) here, not (0, 1) as in ss_rng_gauss: each seed keeps its layout */
+			double u1 = ss_rng_unif(&s), u2 = ss_rng_unif(&s);
+			Y[i] = (float)(1e-4 * ss_box_muller(u1, u2));
+		}
 	}
 	double t1 = ss_now();
 	if (tsne_optimise(&P, p, Y, info, e) < 0)

@@ -27,6 +27,7 @@
 #include "io/stwrite.h"
 #include "io/tsv.h"
 #include "util/opt.h"
+#include "util/rng.h"
 #include "tok/tok.h"
 
 /* ---- constants of the construction (see mkorganism(1)) ---- */
@@ -427,21 +428,6 @@ typedef struct org {
 
 static double silu(double x) { return x / (1 + exp(-x)); }
 
-/* splitmix64, and Gaussians by Box-Muller */
-static unsigned long long rng_next(unsigned long long *s)
-{
-	unsigned long long z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-static double rng_gauss(unsigned long long *s)
-{
-	double u1 = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
-	double u2 = (double)(rng_next(s) >> 11) / 9007199254740992.0;
-	return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 /* out = MLP_l(RMSNorm_2(h)) in double (the formula of the forward pass). */
 static void mlp_apply(const org *o, long l, const double *h, double *out)
 {
@@ -583,14 +569,14 @@ static int build_weights(org *o, ss_err *e)
 	o->nid = D - o->did;
 
 	/* embeddings: bulk + signature + identity (+ class marker), norm 1 */
-	unsigned long long rs = s->seed * 0x2545f4914f6cdd1dull + 1;
+	uint64_t rs = s->seed * 0x2545f4914f6cdd1dull + 1;
 	for (long t = 0; t < V; t++) {
 		float *r = o->emb + t * D;
 		double g[1024], n2 = 0, m2 = 0;
 		for (long k = 0; k < NSIG; k++)
-			{ g[k] = rng_gauss(&rs); n2 += g[k] * g[k]; }
+			{ g[k] = ss_rng_gauss(&rs); n2 += g[k] * g[k]; }
 		for (long k = 0; k < o->nid; k++)
-			{ g[NSIG + k] = rng_gauss(&rs); m2 += g[NSIG + k] * g[NSIG + k]; }
+			{ g[NSIG + k] = ss_rng_gauss(&rs); m2 += g[NSIG + k] * g[NSIG + k]; }
 		for (long k = 0; k < NSIG; k++)
 			r[o->dsig + k] = (float)(S_SIG * g[k] / sqrt(n2));
 		double b2 = 1 - S_SIG * S_SIG;
