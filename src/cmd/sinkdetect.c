@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "io/episodes.h"
 #include "io/h5io.h"
 #include "util/ofile.h"
 #include "util/opt.h"
@@ -99,7 +100,7 @@ static int write_h5(ss_h5 *in, const ss_trace *tr, const ss_episode *ep, size_t 
 	if (h5_create(&o, out_h5, e))
 		return -1;
 	if (trace_write_h5(o, tr, e) || h5_copy_attrs(o, in, "/", e) || trace_acts_copy(o, in, e) ||
-	    sink_episodes_write_h5(o, ep, n, &sp, lo, hi, e)) {
+	    episodes_write_h5(o, ep, n, e) || sink_params_write_h5(o, "/sinks", &sp, lo, hi, e)) {
 		h5_close(o);
 		return -1;
 	}
@@ -123,9 +124,10 @@ static int run(const char *path, FILE *buf, ss_err *e)
 	}
 	if (sink_episodes(&tr, &sp, &ep, &n, e))
 		goto done;
-	if (summary ? write_summary(buf, &tr, ep, n, lo, hi, e)
-	            : (sink_episodes_write_tsv(buf, &tr, ep, n), 0))
+	if (summary && write_summary(buf, &tr, ep, n, lo, hi, e))
 		goto done;
+	for (size_t k = 0; !summary && k < n; k++)
+		episodes_put_row(buf, tr.name, tr.text[ep[k].pos], &ep[k], 0);
 	if (out_h5 && write_h5(f, &tr, ep, n, lo, hi, e))
 		goto done;
 	rc = 0;
@@ -169,9 +171,10 @@ int main(int argc, char **argv)
 		ss_err_print(prog.name, &e);
 		return SS_EXIT_FAIL;
 	}
-	fputs(summary ? "trace\tlayer\tsinks\tprimary\tsecondary\tprimary_score\tsecondary_starts\n"
-	              : SINK_TSV_HEADER,
-	      buf);
+	if (summary)
+		fputs("trace\tlayer\tsinks\tprimary\tsecondary\tprimary_score\tsecondary_starts\n", buf);
+	else
+		episodes_put_header(buf, 0);
 	ss_progress pg;
 	ss_progress_start(&pg, "sinkdetect");
 	int rc = 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "io/episodes.h"
 #include "sinks/levels.h"
 #include "util/ofile.h"
 #include "util/opt.h"
@@ -31,38 +32,19 @@ static const ss_prog prog = {
 	opts,
 };
 
+/* The secondary episodes of the tables, as the arrays levels_find takes;
+ * row[i] is the episode's row in the table. */
 typedef struct rows {
-	size_t n, cap;
+	size_t n;
+	size_t *row;
 	long *s, *t;
 	double *mlp, *sc0, *sc;
-	char **text;
+	const char **text;
 } rows;
-
-static int grow(rows *r, ss_err *e)
-{
-	if (r->n < r->cap)
-		return 0;
-	size_t c = r->cap ? 2 * r->cap : 1024;
-	void *p[7] = {realloc(r->s, c * sizeof(long)), realloc(r->t, c * sizeof(long)),
-	              realloc(r->mlp, c * sizeof(double)), realloc(r->sc0, c * sizeof(double)),
-	              realloc(r->sc, c * sizeof(double)), realloc(r->text, c * sizeof(char *)), 0};
-	if (p[0]) r->s = p[0];
-	if (p[1]) r->t = p[1];
-	if (p[2]) r->mlp = p[2];
-	if (p[3]) r->sc0 = p[3];
-	if (p[4]) r->sc = p[4];
-	if (p[5]) r->text = p[5];
-	for (int k = 0; k < 6; k++)
-		if (!p[k])
-			return ss_err_set(e, "out of memory reading episodes");
-	r->cap = c;
-	return 0;
-}
 
 static void rows_free(rows *r)
 {
-	for (size_t i = 0; i < r->n; i++)
-		free(r->text[i]);
+	free(r->row);
 	free(r->s);
 	free(r->t);
 	free(r->mlp);
@@ -71,64 +53,32 @@ static void rows_free(rows *r)
 	free(r->text);
 }
 
-static int read_file(const char *path, rows *r, ss_err *e)
+static int gather(const ss_eptab *tab, rows *r, ss_err *e)
 {
-	ss_tsv *t;
-	if (tsv_open(&t, path, e))
+	size_t m = tab->n ? tab->n : 1;
+	r->row = ss_malloc(m, sizeof *r->row, "episodes", e);
+	r->s = ss_malloc(m, sizeof *r->s, "episodes", e);
+	r->t = ss_malloc(m, sizeof *r->t, "episodes", e);
+	r->mlp = ss_malloc(m, sizeof *r->mlp, "episodes", e);
+	r->sc0 = ss_malloc(m, sizeof *r->sc0, "episodes", e);
+	r->sc = ss_malloc(m, sizeof *r->sc, "episodes", e);
+	r->text = ss_malloc(m, sizeof *r->text, "episodes", e);
+	if (!r->row || !r->s || !r->t || !r->mlp || !r->sc0 || !r->sc || !r->text)
 		return -1;
-	static const char *const need[] = {"kind", "l_start", "lifetime", "mlp_norm_start",
-	                                   "score_start", "score"};
-	int ix[6];
-	int rc = -1;
-	if (tsv_require(t, need, ix, 6, e))
-		goto done;
-	int itext = tsv_col(t, "text");
-	int got;
-	while ((got = tsv_next(t, e)) == 1) {
-		const char *kind = tsv_field(t, ix[0], NULL);
-		if (!strcmp(kind, "primary"))
+	for (size_t i = 0; i < tab->n; i++) {
+		const ss_episode *p = &tab->ep[i];
+		if (p->primary)
 			continue;
-		if (strcmp(kind, "secondary")) {
-			ss_err_set(e, "%s:%ld: column 'kind': expected primary or secondary, got '%s'",
-			           tsv_path(t), tsv_lineno(t), kind);
-			goto done;
-		}
-		long s, life;
-		double m, s0, sc;
-		if (tsv_long(t, ix[1], &s, e) || tsv_long(t, ix[2], &life, e) ||
-		    tsv_double(t, ix[3], &m, e) || tsv_double(t, ix[4], &s0, e) ||
-		    tsv_double(t, ix[5], &sc, e))
-			goto done;
-		if (s < 1 || s > 1000000 || life < 1 || life > 1000000) {
-			ss_err_set(e, "%s:%ld: l_start %ld, lifetime %ld: must be positive layer numbers",
-			           tsv_path(t), tsv_lineno(t), s, life);
-			goto done;
-		}
-		if (!(m >= 0)) {
-			ss_err_set(e, "%s:%ld: column 'mlp_norm_start': %g is not a norm", tsv_path(t),
-			           tsv_lineno(t), m);
-			goto done;
-		}
-		if (grow(r, e))
-			goto done;
-		r->s[r->n] = s;
-		r->t[r->n] = life;
-		r->mlp[r->n] = m;
-		r->sc0[r->n] = s0;
-		r->sc[r->n] = sc;
-		r->text[r->n] = strdup(itext >= 0 ? tsv_field(t, itext, NULL) : "");
-		if (!r->text[r->n]) {
-			ss_err_set(e, "out of memory");
-			goto done;
-		}
+		r->row[r->n] = i;
+		r->s[r->n] = p->l_start;
+		r->t[r->n] = p->lifetime;
+		r->mlp[r->n] = p->mlp_norm_start;
+		r->sc0[r->n] = p->score_start;
+		r->sc[r->n] = p->score;
+		r->text[r->n] = tab->text[i];
 		r->n++;
 	}
-	if (got < 0)
-		goto done;
-	rc = 0;
-done:
-	tsv_close(t);
-	return rc;
+	return 0;
 }
 
 static void put_fit(FILE *f, const char *scope, const char *y, const double *xs, const double *ys,
@@ -185,7 +135,7 @@ static int cmp_str(const void *a, const void *b)
 /* "tok"xN ... for the `top` most frequent token texts of level q. */
 static int top_tokens(FILE *f, const rows *r, const long *assign, long q, ss_err *e)
 {
-	char **v = ss_malloc(r->n ? r->n : 1, sizeof *v, "tokens", e);
+	const char **v = ss_malloc(r->n ? r->n : 1, sizeof *v, "tokens", e);
 	tc *u = ss_malloc(r->n ? r->n : 1, sizeof *u, "tokens", e);
 	if (!v || !u) {
 		free(v);
@@ -235,12 +185,18 @@ int main(int argc, char **argv)
 		ss_err_print(prog.name, &e);
 		return e.status ? e.status : SS_EXIT_USAGE;
 	}
+	static const unsigned need = EP_BIT(EP_KIND) | EP_BIT(EP_L_START) | EP_BIT(EP_LIFETIME) |
+	                             EP_BIT(EP_MLP_NORM_START) | EP_BIT(EP_SCORE_START) |
+	                             EP_BIT(EP_SCORE);
+	ss_eptab tab = {0};
 	rows r = {0};
 	int rc = 0;
 	if (i == argc)
-		rc = read_file("-", &r, &e);
+		rc = eptab_read(&tab, "-", need, &e);
 	for (int k = i; k < argc && rc == 0; k++)
-		rc = read_file(argv[k], &r, &e);
+		rc = eptab_read(&tab, argv[k], need, &e);
+	if (rc == 0)
+		rc = gather(&tab, &r, &e);
 	long *assign = NULL;
 	ss_level *lv = NULL;
 	size_t nlv = 0;
@@ -286,6 +242,7 @@ int main(int argc, char **argv)
 	free(lv);
 	free(assign);
 	rows_free(&r);
+	eptab_free(&tab);
 	if (rc == 0 && ss_close_stdout(&e))
 		rc = -1;
 	if (rc) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "io/episodes.h"
 #include "io/h5io.h"
 #include "analysis/knn.h"
 #include "util/ofile.h"
@@ -152,59 +153,38 @@ typedef struct labels {
 static int read_labels(const char *path, src *S, int ns, labels *out, ss_err *e)
 {
 	memset(out, 0, sizeof *out);
-	ss_tsv *t;
-	if (tsv_open(&t, path, e) < 0)
+	ss_eptab t = {0};
+	static const unsigned need = EP_BIT(EP_TRACE) | EP_BIT(EP_POS) | EP_BIT(EP_KIND) |
+	                             EP_BIT(EP_L_START) | EP_BIT(EP_LIFETIME);
+	if (eptab_read(&t, path, need, e) < 0)
 		return -1;
-	static const char *const need[] = {"trace", "pos", "kind", "l_start", "lifetime"};
-	int c[5];
-	int rc = -1, ctok = tsv_col(t, "token");
-	size_t cap = 0, matched = 0;
-	if (tsv_require(t, need, c, 5, e) < 0)
+	int rc = -1;
+	size_t matched = 0;
+	if (!(out->ep = ss_malloc(t.n ? t.n : 1, sizeof *out->ep, "episodes", e)))
 		goto done;
-	int r;
-	while ((r = tsv_next(t, e)) == 1) {
-		const char *tr = tsv_field(t, c[0], NULL);
+	for (size_t i = 0; i < t.n; i++) {
+		const ss_episode *p = &t.ep[i];
+		const char *tr = t.trace[i];
 		int si = -1;
 		for (int k = 0; k < ns; k++)
 			if (!strcmp(S[k].name, tr) || !strcmp(S[k].file, tr))
 				si = k;
 		if (si < 0)
 			continue; /* an episode of a trace not given */
-		long pos, ls, life;
-		if (tsv_long(t, c[1], &pos, e) < 0 || tsv_long(t, c[3], &ls, e) < 0 ||
-		    tsv_long(t, c[4], &life, e) < 0)
-			goto done;
 		matched++;
-		if (pos < 0 || pos >= S[si].T) {
+		if (p->pos >= S[si].T) {
 			ss_err_set(e, "%s:%ld: pos %ld outside trace '%s' (%ld tokens): labels do not match the vectors",
-			           path, tsv_lineno(t), pos, tr, S[si].T);
+			           path, t.line[i], p->pos, tr, S[si].T);
 			goto done;
 		}
-		if (ctok >= 0 && S[si].have_tr) {
-			long tok;
-			if (tsv_long(t, ctok, &tok, e) < 0)
-				goto done;
-			if (tok != S[si].tr.ids[pos]) {
-				ss_err_set(e, "%s:%ld: token %ld at pos %ld, but trace '%s' has %ld there: labels do not match the vectors",
-				           path, tsv_lineno(t), tok, pos, tr, (long)S[si].tr.ids[pos]);
-				goto done;
-			}
+		if ((t.cols & EP_BIT(EP_TOKEN)) && S[si].have_tr && p->token != S[si].tr.ids[p->pos]) {
+			ss_err_set(e, "%s:%ld: token %ld at pos %ld, but trace '%s' has %ld there: labels do not match the vectors",
+			           path, t.line[i], (long)p->token, p->pos, tr, (long)S[si].tr.ids[p->pos]);
+			goto done;
 		}
-		if (strcmp(tsv_field(t, c[2], NULL), "secondary"))
-			continue;
-		if (out->n == cap) {
-			cap = cap ? 2 * cap : 256;
-			episode *p = realloc(out->ep, cap * sizeof *p);
-			if (!p) {
-				ss_err_set(e, "out of memory");
-				goto done;
-			}
-			out->ep = p;
-		}
-		out->ep[out->n++] = (episode){si, pos, ls, life};
+		if (!p->primary)
+			out->ep[out->n++] = (episode){si, p->pos, p->l_start, p->lifetime};
 	}
-	if (r < 0)
-		goto done;
 	if (!matched) {
 		ss_err_set(e, "%s: no episode names an input trace (%s%s): labels do not match the vectors",
 		           path, S[0].name, ns > 1 ? ", ..." : "");
@@ -212,7 +192,7 @@ static int read_labels(const char *path, src *S, int ns, labels *out, ss_err *e)
 	}
 	rc = 0;
 done:
-	tsv_close(t);
+	eptab_free(&t);
 	return rc;
 }
 

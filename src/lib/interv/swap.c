@@ -5,6 +5,7 @@
 #include <string.h>
 #include "interv/swap.h"
 #include "sinks/tokclass.h"
+#include "io/episodes.h"
 #include "io/tsv.h"
 
 const char *const swap_comp_names[SS_SWAP_NCOMP] = {"resid", "attn_out", "mlp_out"};
@@ -39,67 +40,39 @@ int swap_comps_parse(const char *s, unsigned *mask, ss_err *e)
 int swap_targets_read(const char *path, const char *trace_name, long T, long L,
                       ss_swap_target **tg, size_t *n, ss_err *e)
 {
-	ss_tsv *t;
-	static const char *const req[] = {"pos", "l_start"};
-	int idx[2];
+	ss_eptab t = {0};
 	*tg = NULL;
 	*n = 0;
-	if (tsv_open(&t, path, e) < 0)
+	if (eptab_read(&t, path, EP_BIT(EP_POS) | EP_BIT(EP_L_START), e) < 0)
 		return -1;
-	if (tsv_require(t, req, idx, 2, e) < 0) {
-		tsv_close(t);
-		return -1;
+	int rc = -1;
+	if (!(*tg = ss_malloc(t.n ? t.n : 1, sizeof **tg, "targets", e)))
+		goto done;
+	for (size_t i = 0; i < t.n; i++) {
+		const ss_episode *p = &t.ep[i];
+		if (((t.cols & EP_BIT(EP_TRACE)) && strcmp(t.trace[i], trace_name)) || p->primary)
+			continue;
+		if (p->pos < 1 || p->pos >= T) {
+			ss_err_set(e, "%s:%ld: pos %ld out of range 1-%ld of trace %s", path, t.line[i],
+			           p->pos, T - 1, trace_name);
+			goto done;
+		}
+		if (p->l_start > L) {
+			ss_err_set(e, "%s:%ld: l_start %ld out of range 1-%ld", path, t.line[i], p->l_start,
+			           L);
+			goto done;
+		}
+		(*tg)[(*n)++] = (ss_swap_target){p->pos, p->l_start, p->lifetime, p->level};
 	}
-	int c_kind = tsv_col(t, "kind"), c_prim = tsv_col(t, "primary"), c_tr = tsv_col(t, "trace");
-	int c_life = tsv_col(t, "lifetime"), c_lev = tsv_col(t, "level");
-	size_t cap = 0;
-	int r;
-	while ((r = tsv_next(t, e)) == 1) {
-		if (c_tr >= 0 && strcmp(tsv_field(t, c_tr, NULL), trace_name))
-			continue;
-		if (c_kind >= 0 && !strcmp(tsv_field(t, c_kind, NULL), "primary"))
-			continue;
-		long prim = 0;
-		if (c_prim >= 0 && tsv_long(t, c_prim, &prim, e) < 0)
-			goto fail;
-		if (prim)
-			continue;
-		ss_swap_target x = {0};
-		if (tsv_long(t, idx[0], &x.pos, e) < 0 || tsv_long(t, idx[1], &x.l_start, e) < 0 ||
-		    (c_life >= 0 && tsv_long(t, c_life, &x.lifetime, e) < 0) ||
-		    (c_lev >= 0 && tsv_long(t, c_lev, &x.level, e) < 0))
-			goto fail;
-		if (x.pos < 1 || x.pos >= T) {
-			ss_err_set(e, "%s:%ld: pos %ld out of range 1-%ld of trace %s", path, tsv_lineno(t),
-			           x.pos, T - 1, trace_name);
-			goto fail;
-		}
-		if (x.l_start < 1 || x.l_start > L) {
-			ss_err_set(e, "%s:%ld: l_start %ld out of range 1-%ld", path, tsv_lineno(t),
-			           x.l_start, L);
-			goto fail;
-		}
-		if (*n == cap) {
-			cap = cap ? 2 * cap : 16;
-			ss_swap_target *g = realloc(*tg, cap * sizeof *g);
-			if (!g) {
-				ss_err_set(e, "%s: out of memory reading targets", path);
-				goto fail;
-			}
-			*tg = g;
-		}
-		(*tg)[(*n)++] = x;
+	rc = 0;
+done:
+	if (rc) {
+		free(*tg);
+		*tg = NULL;
+		*n = 0;
 	}
-	if (r < 0)
-		goto fail;
-	tsv_close(t);
-	return 0;
-fail:
-	tsv_close(t);
-	free(*tg);
-	*tg = NULL;
-	*n = 0;
-	return -1;
+	eptab_free(&t);
+	return rc;
 }
 
 int swap_check_model(const ss_trace *tr, const ss_model *m, ss_err *e)

@@ -56,11 +56,11 @@ typedef struct ss_swap_row {
 	double norm, base_norm, median, cos0, score, base_score;
 } ss_swap_row;
 
-/* Targets from a sinkdetect table: the secondary episodes (column "kind"
- * not "primary", or column "primary" 0, when present) of this trace
- * (column "trace" equal to trace_name, when present), with columns pos and
- * l_start and, when present, lifetime and level.  Positions must lie in
- * 1..T-1 and l_start in 1..L, else "FILE:LINE: pos 900 out of range 1-599". */
+/* Targets from an episode table (eptab_read, io/episodes.h: its column
+ * rules): the secondary episodes of this trace (column "trace" equal to
+ * trace_name, when present), with columns pos and l_start and, when
+ * present, lifetime and level.  Positions must lie in 1..T-1 and l_start
+ * in 1..L, else "FILE:LINE: pos 900 out of range 1-599". */
 int swap_targets_read(const char *path, const char *trace_name, long T, long L,
                       ss_swap_target **tg, size_t *n, ss_err *e);
 

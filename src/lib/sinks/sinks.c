@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/tsv.h"
 
 void sink_params_default(ss_sink_params *p)
 {
@@ -250,131 +249,15 @@ done:
 	return rc;
 }
 
-void sink_episodes_write_tsv(FILE *f, const ss_trace *tr, const ss_episode *eps, size_t n)
+int sink_params_write_h5(ss_h5 *f, const char *g, const ss_sink_params *p, long lo, long hi,
+                         ss_err *e)
 {
-	for (size_t i = 0; i < n; i++) {
-		const ss_episode *p = &eps[i];
-		tsv_put_escaped(f, tr->name, strlen(tr->name));
-		fprintf(f, "\t%ld\t%d\t", p->pos, p->token);
-		const char *t = tr->text[p->pos];
-		tsv_put_escaped(f, t, strlen(t));
-		fprintf(f, "\t%s\t%ld\t%ld\t%ld", p->primary ? "primary" : "secondary", p->l_start,
-		        p->l_end, p->lifetime);
-		const double v[6] = {p->peak_norm, p->norm_ratio, p->cos0, p->score, p->score_start,
-		                     p->mlp_norm_start};
-		tsv_put_row_end(f, v, 6);
-	}
-}
-
-static const char *const int_fields[] = {"pos", "token", "primary", "l_start", "l_end",
-                                         "lifetime"};
-static const char *const flt_fields[] = {"peak_norm", "norm_ratio", "cos0", "score",
-                                         "score_start", "mlp_norm_start"};
-
-static void ep_get(const ss_episode *p, int32_t *iv, float *fv)
-{
-	iv[0] = (int32_t)p->pos;
-	iv[1] = p->token;
-	iv[2] = p->primary;
-	iv[3] = (int32_t)p->l_start;
-	iv[4] = (int32_t)p->l_end;
-	iv[5] = (int32_t)p->lifetime;
-	fv[0] = (float)p->peak_norm;
-	fv[1] = (float)p->norm_ratio;
-	fv[2] = (float)p->cos0;
-	fv[3] = (float)p->score;
-	fv[4] = (float)p->score_start;
-	fv[5] = (float)p->mlp_norm_start;
-}
-
-int sink_episodes_write_h5(ss_h5 *f, const ss_episode *eps, size_t n, const ss_sink_params *p,
-                           long lo, long hi, ss_err *e)
-{
-	int32_t *iv = ss_malloc(6 * (n ? n : 1), sizeof(int32_t), "/sinks", e);
-	float *fv = ss_malloc(6 * (n ? n : 1), sizeof(float), "/sinks", e);
-	int rc = -1;
-	if (!iv || !fv)
-		goto done;
-	for (size_t i = 0; i < n; i++) {
-		int32_t a[6];
-		float b[6];
-		ep_get(&eps[i], a, b);
-		for (int k = 0; k < 6; k++) {
-			iv[k * n + i] = a[k];
-			fv[k * n + i] = b[k];
-		}
-	}
-	char path[64];
-	size_t dims[1] = {n};
-	for (int k = 0; k < 6; k++) {
-		snprintf(path, sizeof path, "/sinks/%s", int_fields[k]);
-		if (h5_write_i32(f, path, 1, dims, iv + k * n, e))
-			goto done;
-		snprintf(path, sizeof path, "/sinks/%s", flt_fields[k]);
-		if (h5_write_f32(f, path, 1, dims, fv + k * n, e))
-			goto done;
-	}
-	if (h5_set_attr_f64(f, "/sinks", "tau_cos", p->tau_cos, e) ||
-	    h5_set_attr_f64(f, "/sinks", "tau_norm", p->tau_norm, e) ||
-	    h5_set_attr_int(f, "/sinks", "min_lifetime", p->min_lifetime, e) ||
-	    h5_set_attr_int(f, "/sinks", "layer_lo", lo, e) ||
-	    h5_set_attr_int(f, "/sinks", "layer_hi", hi, e) ||
-	    h5_set_attr_f64(f, "/sinks", "primary_start_frac", p->primary_start_frac, e) ||
-	    h5_set_attr_f64(f, "/sinks", "primary_end_frac", p->primary_end_frac, e))
-		goto done;
-	rc = 0;
-done:
-	free(iv);
-	free(fv);
-	return rc;
-}
-
-int sink_episodes_read_h5(ss_h5 *f, ss_episode **eps, size_t *n, ss_err *e)
-{
-	*eps = NULL;
-	*n = 0;
-	int32_t *iv[6] = {0};
-	float *fv[6] = {0};
-	size_t cnt = 0;
-	int rc = -1;
-	char path[64];
-	for (int k = 0; k < 6; k++) {
-		size_t d[1], want[1] = {cnt};
-		snprintf(path, sizeof path, "/sinks/%s", int_fields[k]);
-		if (h5_read_i32(f, path, 1, k ? want : NULL, &iv[k], d, e))
-			goto done;
-		if (!k)
-			cnt = d[0];
-		want[0] = cnt;
-		snprintf(path, sizeof path, "/sinks/%s", flt_fields[k]);
-		if (h5_read_f32(f, path, 1, want, &fv[k], d, e))
-			goto done;
-	}
-	ss_episode *out = ss_calloc(cnt ? cnt : 1, sizeof *out, "/sinks", e);
-	if (!out)
-		goto done;
-	for (size_t i = 0; i < cnt; i++) {
-		ss_episode *p = &out[i];
-		p->pos = iv[0][i];
-		p->token = iv[1][i];
-		p->primary = iv[2][i] != 0;
-		p->l_start = iv[3][i];
-		p->l_end = iv[4][i];
-		p->lifetime = iv[5][i];
-		p->peak_norm = fv[0][i];
-		p->norm_ratio = fv[1][i];
-		p->cos0 = fv[2][i];
-		p->score = fv[3][i];
-		p->score_start = fv[4][i];
-		p->mlp_norm_start = fv[5][i];
-	}
-	*eps = out;
-	*n = cnt;
-	rc = 0;
-done:
-	for (int k = 0; k < 6; k++) {
-		free(iv[k]);
-		free(fv[k]);
-	}
-	return rc;
+	if (h5_set_attr_f64(f, g, "tau_cos", p->tau_cos, e) ||
+	    h5_set_attr_f64(f, g, "tau_norm", p->tau_norm, e) ||
+	    h5_set_attr_int(f, g, "min_lifetime", p->min_lifetime, e) ||
+	    h5_set_attr_int(f, g, "layer_lo", lo, e) || h5_set_attr_int(f, g, "layer_hi", hi, e) ||
+	    h5_set_attr_f64(f, g, "primary_start_frac", p->primary_start_frac, e) ||
+	    h5_set_attr_f64(f, g, "primary_end_frac", p->primary_end_frac, e))
+		return -1;
+	return 0;
 }

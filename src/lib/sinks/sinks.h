@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "util/err.h"
+#include "io/episodes.h"
 #include "io/h5io.h"
 #include "io/trace.h"
 
@@ -40,25 +41,7 @@ int sink_mask(const ss_trace *tr, const ss_sink_params *p, unsigned char *mask, 
  * recv[l-1][k][j] (the /stats/recv row of layer l). */
 double sink_score(const ss_trace *tr, long l, long j);
 
-/* One sink episode: a maximal run l_start..l_end (layers 1..L) in which pos
- * is a sink.  Norms and cosines are of h[l] (resid row l). */
-typedef struct ss_episode {
-	long pos;
-	int32_t token;
-	int primary;          /* 1 primary, 0 secondary */
-	long l_start, l_end, lifetime;
-	double peak_norm;     /* max over the episode of ||h[l][pos]|| */
-	double norm_ratio;    /* max over the episode of ||h[l][pos]|| / median_j ||h[l][j]|| */
-	double cos0;          /* mean over the episode of cos(h[l][pos], h[l][0]) */
-	/* Scores of the attention that reads the sink's states: the sink-score
-	 * of layers l_start+1 .. min(l_end+1, L) (recv rows l_start .. ), 0 when
-	 * l_start = L.  Layer l's own attention reads h[l-1]. */
-	double score;         /* mean over those layers */
-	double score_start;   /* sink-score of layer l_start+1 (recv row l_start) */
-	double mlp_norm_start;/* ||m[l_start][pos]|| (mlp_out_norm row l_start-1) */
-} ss_episode;
-
-/* All episodes of a trace, position 0 first (always primary, over the whole
+/* All episodes (ss_episode: io/episodes.h) of a trace, position 0 first (always primary, over the whole
  * layer range), then by position and l_start.  Episodes shorter than
  * min_lifetime are dropped.  Primary: l_start <= lo-1+max(1,ceil(s*n)) and
  * l_end >= lo-1+max(1,floor(f*n)) with n = hi-lo+1 layers in range, s =
@@ -66,19 +49,13 @@ typedef struct ss_episode {
  * *eps is malloc'd (free it). */
 int sink_episodes(const ss_trace *tr, const ss_sink_params *p, ss_episode **eps, size_t *n,
                   ss_err *e);
-/* The episode table (sinkdetect(1)): header, then one row per episode. */
-#define SINK_TSV_HEADER                                                                    \
-	"trace\tpos\ttoken\ttext\tkind\tl_start\tl_end\tlifetime\tpeak_norm\tnorm_ratio\tcos0\t" \
-	"score\tscore_start\tmlp_norm_start\n"
-void sink_episodes_write_tsv(FILE *f, const ss_trace *tr, const ss_episode *eps, size_t n);
 
-/* /sinks in an HDF5 file (sinkscope-h5(5)): one 1-D dataset per field
- * (pos, token, primary, l_start, l_end, lifetime: int32; the rest float32),
- * attributes tau_cos, tau_norm, min_lifetime, layer_lo, layer_hi,
- * primary_start_frac, primary_end_frac. */
-int sink_episodes_write_h5(ss_h5 *f, const ss_episode *eps, size_t n, const ss_sink_params *p,
-                           long lo, long hi, ss_err *e);
-int sink_episodes_read_h5(ss_h5 *f, ss_episode **eps, size_t *n, ss_err *e);
+/* The rule's parameters as attributes of an HDF5 group (/sinks,
+ * sinkscope-h5(5)): tau_cos, tau_norm, min_lifetime, layer_lo, layer_hi
+ * (the range used), primary_start_frac, primary_end_frac.  The episodes
+ * themselves go through episodes_write_h5 (io/episodes.h). */
+int sink_params_write_h5(ss_h5 *f, const char *group, const ss_sink_params *p, long lo, long hi,
+                         ss_err *e);
 
 /* Check a parameter set (and resolve layer_lo/hi = 0 to 1/L for this trace). */
 int sink_params_check(const ss_sink_params *p, long L, long *lo, long *hi, ss_err *e);
