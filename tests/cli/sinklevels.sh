@@ -17,6 +17,19 @@ check() { # name levels plant-args...
 	t_eq "$name: counts per level = planted (within 1%)" "" "$(paste \
 		<(awk -F'\t' 'NR>1 && $4=="secondary"{c[$8]++} END{for(k=1;k in c;k++) print c[k]}' $name.truth) \
 		<(awk -F'\t' 'NR>1{print $4}' $name.lv) | awk '{d=$1-$2; if(d<0)d=-d; if(d>0.01*$1) print}')"
+	# --assign: the episode table as it was, plus each episode's level,
+	# which is the planted one (within the 1% above) and adds up to the
+	# level table's counts
+	sinkdetect $name.h5 >$name.eps
+	sinklevels --assign $name.eps >$name.asg
+	t_eq "$name: --assign keeps the episode table, adds a level column" "$(cat $name.eps)" "$(cut -f1-14 $name.asg)"
+	t_eq "$name: --assign: level column last, 0 for primaries" "level 0" \
+		"$(awk -F'\t' 'NR==1{print $15} NR>1 && $5=="primary" {z = z || $15 != 0} END{print z}' $name.asg | xargs)"
+	t_eq "$name: --assign: episodes per level = the level table's count" \
+		"$(awk -F'\t' 'NR>1{printf "%s:%s ", $1, $4}' $name.lv)" \
+		"$(awk -F'\t' 'NR>1 && $15>0{c[$15]++} END{for(k=1;k in c;k++) printf "%s:%s ", k, c[k]}' $name.asg)"
+	t_eq "$name: --assign: each episode's level is the planted one (>= 99%)" ok \
+		"$(awk -F'\t' 'NR==FNR{if(FNR>1) lv[$1]=$8; next} FNR>1 && $5=="secondary"{n++; ok+=(lv[$2]==$15)} END{print (ok >= 0.99*n) ? "ok" : ok "/" n}' $name.truth $name.asg)"
 	sinkdetect $name.h5 | sinklevels --fit >$name.fit
 	local ss sl
 	ss=$(awk -F'\t' '$1=="all" && $2=="score_start"{print $3}' $name.fit)
@@ -51,6 +64,24 @@ head -1 a.tsv >hdr.tsv
 t_eq "header only: empty level table, exit 0" "level l_start lifetime count share mlp_norm_median score_mean l_start_min l_start_max lifetime_min lifetime_max tokens" "$(sinklevels hdr.tsv | tr '\t' ' ')"
 printf 'sinklevels:\n  fit: true\n' >cfg.yaml
 t_eq "--config YAML" "$(cat three.fit)" "$(sinkdetect three.h5 | sinklevels --config cfg.yaml)"
+
+t_eq "--assign output read back: the same levels" "$(cat three.lv)" "$(sinklevels three.asg)"
+t_eq "--assign, then --fit: the same fits" "$(cat three.fit)" "$(sinklevels -f three.asg)"
+t_fails "--assign needs the whole episode table" 1 "^sinklevels: nocol2\.tsv: missing column 'trace'" \
+	sh -c 'cut -f5- a.tsv >nocol2.tsv; sinklevels -a nocol2.tsv'
+# membership by mode, not by range: level 1 at (10,4) with 5 episodes at
+# (12,6), level 2 at (13,2) with 5 at (11,4).  (11,4) lies within level 1's
+# ranges (l_start 10-12, lifetime 4-6) but climbs to level 2's peak: its
+# episodes are level 2's
+{ printf 'trace\tpos\ttoken\ttext\tkind\tl_start\tl_end\tlifetime\tpeak_norm\tnorm_ratio\tcos0\tscore\tscore_start\tmlp_norm_start\n'
+  p=1; for c in 10:4:40 12:6:5 13:2:50 11:4:5; do IFS=: read -r s l n <<<"$c"
+	for _ in $(seq "$n"); do printf 'x\t%d\t5\t,\tsecondary\t%s\t%s\t%s\t9\t3\t0.99\t0.1\t0.1\t40\n' $p "$s" $((s + l - 1)) "$l"; p=$((p + 1)); done
+  done; } >ov.tsv
+t_eq "overlapping ranges: the level table" "1:10:4:45:10:12:4:6 2:13:2:55:11:13:2:4" \
+	"$(sinklevels ov.tsv | awk -F'\t' 'NR>1{printf "%s%s:%s:%s:%s:%s:%s:%s:%s", n++?" ":"", $1, $2, $3, $4, $8, $9, $10, $11}')"
+t_eq "overlapping ranges: --assign places (11,4) in level 2, whose peak it climbs to" "10:4:1:40 11:4:2:5 12:6:1:5 13:2:2:50" \
+	"$(sinklevels -a ov.tsv | awk -F'\t' 'NR>1{c[$6":"$8":"$15]++} END{for(k in c) print k":"c[k]}' | sort | xargs)"
+t_fails "--fit and --assign together" 2 "^sinklevels: --fit and --assign" sinklevels -f -a a.tsv
 
 # bad tables
 printf 'kind\tl_start\tlifetime\tmlp_norm_start\tscore_start\tscore\nsecondary\t3\t4\t5\t0.1\n' >short.tsv

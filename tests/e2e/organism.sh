@@ -63,6 +63,14 @@ if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sink
 		FNR>2 && ($2 in lev) { c[lev[$2]]++ } END { for (k in c) print k","c[k] }' "$truth/levels.tsv" "$TMP/tokens.tsv" | sort -t, -k1,1n -k2,2n | xargs)
 	got=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++) h[$i]=i; next} {print $h["l_start"]","$h["lifetime"]","$h["count"]}' "$TMP/levels.tsv" | sort -t, -k1,1n -k2,2n | xargs)
 	t_eq "episodes per level (l_start,lifetime,count) = planted tokens in the text" "$want" "$got"
+	# level membership (sinklevels --assign): every secondary episode is
+	# assigned the level whose cell is its token's planted one
+	sinklevels --assign "$TMP/eps.tsv" >"$TMP/assign.tsv"
+	bad=$(awk -F'\t' 'FILENAME == ARGV[1] { if (FNR > 1) { n = split($11, a, ","); for (i = 1; i <= n; i++) cell[a[i]] = $2 ":" $3 } next }
+		FILENAME == ARGV[2] { if (FNR > 1) lv[$1] = $2 ":" $3; next }
+		FNR > 1 && $5 == "secondary" { n2++; if (!($15 in lv) || lv[$15] != cell[$3]) print $2 ":" $3 ":" $15 }
+		END { if (!n2) print "no secondary episode" }' "$truth/levels.tsv" "$TMP/levels.tsv" "$TMP/assign.tsv" | head -5 | xargs)
+	t_eq "sinklevels --assign: each episode's level is its token's planted level" "" "$bad"
 	slope=$(awk -F'\t' '$1=="ln_norm"{print $3}' "$truth/law.tsv")
 	icpt=$(awk -F'\t' '$1=="ln_norm"{print $4}' "$truth/law.tsv")
 	fs=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++) h[$i]=i; next} $h["scope"]=="all" && $h["y"]=="lifetime"{print $h["slope"]}' "$TMP/fit.tsv")

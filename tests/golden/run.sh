@@ -36,7 +36,7 @@
 #             components, --layers, FILE operand, --jsonl, image on a stdout
 #             pipe, --timings), sinkdetect (episodes, --summary, -o with
 #             /sinks, options, stdin, --config), sinklevels (levels, --fit,
-#             options, --config), swapexp (rows, --summary, components,
+#             --assign, options, --config), swapexp (rows, --summary, components,
 #             --kv bf16, --exact, -o), pcaprobe (every l_start, --vectors,
 #             --per-sink, --fit nonsink, alphas, classes), tsne (embedding,
 #             -o HDF5, --scan, --level, --only, --exact, random init)
@@ -199,6 +199,7 @@ sec_organism() {
 	# sinklevels
 	g org/levels.tsv sinklevels org/eps.tsv
 	g org/fit.tsv sinklevels --fit org/eps.tsv
+	g org/assign.tsv sinklevels --assign org/eps.tsv
 	g org/levels.opts.tsv sinklevels -t 2 -m 1 --min-share 0 --top 5 org/eps.tsv
 	g org/levels.config.tsv sinklevels --config in/cfg.yaml org/eps.tsv
 	g org/fit.config.tsv sh_ "sinklevels --config in/fit.yaml <org/eps.tsv"

@@ -1,15 +1,24 @@
-/* levels.c - sink levels by density modes, and line fits; see levels.h. */
+/* levels.c - sink levels by density modes; see levels.h. */
 #include "sinks/levels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/tsv.h"
+
 void levels_params_default(ss_level_params *p)
 {
 	p->tol = 1.0;
 	p->min_count = 3;
 	p->min_share = 0.01;
+}
+
+int levels_params_check(const ss_level_params *p, ss_err *e)
+{
+	if (!(p->tol > 0) || p->min_count < 1 || !(p->min_share >= 0 && p->min_share <= 1))
+		return ss_err_status(e, SS_EXIT_USAGE, "tol must be > 0, min-count >= 1, min-share in [0, 1]");
+	return 0;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -24,34 +33,6 @@ double ss_median_f64(double *x, size_t n)
 		return 0;
 	qsort(x, n, sizeof *x, cmp_d);
 	return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-int ss_linfit(const double *x, const double *y, size_t n, double *slope, double *intercept,
-              double *r)
-{
-	if (n < 3)
-		return -1;
-	double mx = 0, my = 0;
-	for (size_t i = 0; i < n; i++) {
-		mx += x[i];
-		my += y[i];
-	}
-	mx /= (double)n;
-	my /= (double)n;
-	double sxx = 0, syy = 0, sxy = 0;
-	for (size_t i = 0; i < n; i++) {
-		double dx = x[i] - mx, dy = y[i] - my;
-		sxx += dx * dx;
-		syy += dy * dy;
-		sxy += dx * dy;
-	}
-	/* no spread in x, relative to its size (f32 inputs): no line */
-	if (!(sxx > 1e-10 * (double)n * (mx * mx + 1e-300)) || !(sxx > 0))
-		return -1;
-	*slope = sxy / sxx;
-	*intercept = my - *slope * mx;
-	*r = syy > 1e-20 * (double)n * (my * my + 1e-300) ? sxy / sqrt(sxx * syy) : 0;
-	return 0;
 }
 
 typedef struct cell {
@@ -112,8 +93,8 @@ int levels_find(const long *l_start, const long *lifetime, const double *mlp,
 {
 	*lv = NULL;
 	*nlv = 0;
-	if (!(p->tol > 0) || p->min_count < 1 || !(p->min_share >= 0 && p->min_share <= 1))
-		return ss_err_status(e, SS_EXIT_USAGE, "tol must be > 0, min-count >= 1, min-share in [0, 1]");
+	if (levels_params_check(p, e))
+		return -1;
 	for (size_t i = 0; i < n; i++)
 		assign[i] = -1;
 	if (n == 0)
@@ -249,4 +230,116 @@ done:
 	free(gcount);
 	free(c);
 	return rc;
+}
+
+int levels_assign(ss_eptab *t, const ss_level_params *p, ss_level **lv, size_t *nlv, ss_err *e)
+{
+	*lv = NULL;
+	*nlv = 0;
+	size_t m = t->n ? t->n : 1, n = 0;
+	size_t *row = ss_malloc(m, sizeof *row, "levels", e);
+	long *s = ss_malloc(m, sizeof *s, "levels", e), *life = ss_malloc(m, sizeof *life, "levels", e);
+	long *assign = ss_malloc(m, sizeof *assign, "levels", e);
+	double *mlp = ss_malloc(m, sizeof *mlp, "levels", e), *sc = ss_malloc(m, sizeof *sc, "levels", e);
+	int rc = -1;
+	if (!row || !s || !life || !assign || !mlp || !sc)
+		goto done;
+	for (size_t i = 0; i < t->n; i++) {
+		const ss_episode *q = &t->ep[i];
+		if (q->primary)
+			continue;
+		row[n] = i;
+		s[n] = q->l_start;
+		life[n] = q->lifetime;
+		mlp[n] = q->mlp_norm_start;
+		sc[n] = q->score;
+		n++;
+	}
+	if (levels_find(s, life, mlp, sc, n, p, assign, lv, nlv, e))
+		goto done;
+	for (size_t i = 0; i < t->n; i++)
+		t->ep[i].level = 0;
+	for (size_t k = 0; k < n; k++)
+		t->ep[row[k]].level = assign[k] + 1;
+	rc = 0;
+done:
+	free(row);
+	free(s);
+	free(life);
+	free(assign);
+	free(mlp);
+	free(sc);
+	return rc;
+}
+
+typedef struct { const char *s; long c; } tc;
+static int cmp_tc(const void *a, const void *b)
+{
+	const tc *x = a, *y = b;
+	if (x->c != y->c)
+		return x->c > y->c ? -1 : 1;
+	return strcmp(x->s, y->s);
+}
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* '"tok"xN ...' for the `top` most frequent token texts of level q. */
+static int top_tokens(FILE *f, const ss_eptab *t, long q, long top, ss_err *e)
+{
+	const char **v = ss_malloc(t->n ? t->n : 1, sizeof *v, "tokens", e);
+	tc *u = ss_malloc(t->n ? t->n : 1, sizeof *u, "tokens", e);
+	if (!v || !u) {
+		free(v);
+		free(u);
+		return -1;
+	}
+	size_t m = 0, k = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ep[i].level == q)
+			v[m++] = t->text[i];
+	qsort(v, m, sizeof *v, cmp_str);
+	for (size_t i = 0; i < m; i++) {
+		if (k && !strcmp(u[k - 1].s, v[i]))
+			u[k - 1].c++;
+		else
+			u[k++] = (tc){v[i], 1};
+	}
+	qsort(u, k, sizeof *u, cmp_tc);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *s = open_memstream(&buf, &len);
+	for (size_t i = 0; s && i < k && i < (size_t)top; i++)
+		fprintf(s, "%s\"%s\"x%ld", i ? " " : "", u[i].s, u[i].c);
+	if (s)
+		fclose(s);
+	if (buf)
+		tsv_put_escaped(f, buf, len);
+	free(buf);
+	free(v);
+	free(u);
+	return 0;
+}
+
+int levels_write_tsv(FILE *f, const ss_level *lv, size_t nlv, const ss_eptab *t, long top,
+                     ss_err *e)
+{
+	fputs("level\tl_start\tlifetime\tcount\tshare\tmlp_norm_median\tscore_mean\t"
+	      "l_start_min\tl_start_max\tlifetime_min\tlifetime_max\ttokens\n",
+	      f);
+	for (size_t q = 0; q < nlv; q++) {
+		const ss_level *L = &lv[q];
+		fprintf(f, "%zu\t%ld\t%ld\t%ld\t", q + 1, L->l_start, L->lifetime, L->count);
+		tsv_put_double(f, L->share);
+		fputc('\t', f);
+		tsv_put_double(f, L->mlp_norm_median);
+		fputc('\t', f);
+		tsv_put_double(f, L->score_mean);
+		fprintf(f, "\t%ld\t%ld\t%ld\t%ld\t", L->s_min, L->s_max, L->t_min, L->t_max);
+		if (top_tokens(f, t, (long)q + 1, top, e))
+			return -1;
+		fputc('\n', f);
+	}
+	return 0;
 }

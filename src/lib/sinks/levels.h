@@ -1,5 +1,5 @@
-/* levels.h - sink levels: secondary episodes grouped by (l_start, lifetime),
- * and the norm law fits (sinklevels(1)).
+/* levels.h - sink levels: secondary episodes grouped by (l_start, lifetime)
+ * (sinklevels(1)); the norm law fits are in normlaw.h.
  *
  * Levels are the modes of the episode density on the integer grid
  * (l_start, lifetime): the density at an occupied cell is the count of
@@ -14,7 +14,10 @@
 #define SS_LEVELS_H
 
 #include <stddef.h>
+#include <stdio.h>
+
 #include "util/err.h"
+#include "io/episodes.h"
 
 typedef struct ss_level_params {
 	double tol;      /* kernel width and climbing radius / 2, in layers (1) */
@@ -32,6 +35,8 @@ typedef struct ss_level {
 } ss_level;
 
 void levels_params_default(ss_level_params *p);
+/* tol > 0, min_count >= 1, min_share in [0, 1]; else a usage error. */
+int levels_params_check(const ss_level_params *p, ss_err *e);
 
 /* Group n episodes.  assign[i] receives the level index (0-based, levels
  * ordered by l_start then lifetime) or -1 for noise; *lv is malloc'd.
@@ -40,10 +45,19 @@ int levels_find(const long *l_start, const long *lifetime, const double *mlp,
                 const double *score, size_t n, const ss_level_params *p, long *assign,
                 ss_level **lv, size_t *nlv, ss_err *e);
 
-/* Least squares y = slope x + intercept, Pearson r.  -1 when n < 3 or x has
- * no spread (r = 0 when y has none). */
-int ss_linfit(const double *x, const double *y, size_t n, double *slope, double *intercept,
-              double *r);
+/* Level membership, the one place it is decided: levels_find over the
+ * secondary rows of t, then t->ep[i].level = the row's level (1-based, in
+ * the order of *lv) or 0 (a primary row, or a secondary one in no level).
+ * t needs the columns kind, l_start, lifetime, mlp_norm_start and score. */
+int levels_assign(ss_eptab *t, const ss_level_params *p, ss_level **lv, size_t *nlv, ss_err *e);
+
+/* The level table (sinklevels(1)): header, then per level
+ *   level l_start lifetime count share mlp_norm_median score_mean
+ *   l_start_min l_start_max lifetime_min lifetime_max tokens
+ * tokens: the `top` most frequent texts of the level's rows of t (assigned
+ * by levels_assign), '"text"xCOUNT' by count then text, space-separated. */
+int levels_write_tsv(FILE *f, const ss_level *lv, size_t nlv, const ss_eptab *t, long top,
+                     ss_err *e);
 
 /* Median of n doubles (reorders x). */
 double ss_median_f64(double *x, size_t n);
