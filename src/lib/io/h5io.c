@@ -24,7 +24,9 @@ struct ss_h5 {
 	hid_t fid;
 	char *name;      /* for messages */
 	int writing;
-	int to_stdout;   /* created with "-": image goes to stdout at commit */
+	int to_stdout;   /* created with "-" or a device, FIFO or socket (ofile.h):
+	                  * an in-memory file whose image goes to out_fd at commit */
+	int out_fd;      /* 1 for stdout, else the stream's descriptor */
 	char *path;      /* final path of a created real file */
 	char *tmp;       /* its temporary name */
 	struct ss_h5_buf *buf; /* the file's bytes, when held in memory */
@@ -315,14 +317,23 @@ int h5_create(ss_h5 **out, const char *path, ss_err *e)
 {
 	quiet();
 	*out = NULL;
-	int toout = !strcmp(path, "-");
-	ss_h5 *f = new_h5(toout ? "<stdout>" : path, e);
-	if (!f)
+	ss_out_kind kind;
+	char *real;
+	if (ss_out_resolve(path, &kind, &real, e))
 		return -1;
+	ss_h5 *f = new_h5(kind == SS_OUT_STDOUT ? "<stdout>" : path, e);
+	if (!f) {
+		free(real);
+		return -1;
+	}
 	f->writing = 1;
+	f->path = real;
 	hid_t fapl = -1;
-	if (toout) {
+	if (kind != SS_OUT_FILE) {
 		f->to_stdout = 1;
+		f->out_fd = 1;
+		if (kind == SS_OUT_STREAM && ss_out_stream_open(real, &f->out_fd, e))
+			goto fail;
 		fapl = H5Pcreate(H5P_FILE_ACCESS);
 		if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0) {
 			h5fail(e, f, "/", "cannot set up the in-memory file");
@@ -338,12 +349,9 @@ int h5_create(ss_h5 **out, const char *path, ss_err *e)
 		H5Pclose(fapl);
 	} else {
 		int fd = -1;
-		if (ss_tmp_create(path, &f->tmp, &fd, e))
+		if (ss_tmp_create(real, &f->tmp, &fd, e))
 			goto fail;
 		close(fd);
-		f->path = ss_strdup(path, e);
-		if (!f->path)
-			goto fail;
 		f->fid = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
 		if (f->fid < 0) {
 			h5fail(e, f, "/", "cannot create");
@@ -356,21 +364,6 @@ fail:
 	close_id(fapl);
 	h5_close(f);
 	return -1;
-}
-
-static int write_all(int fd, const char *b, size_t n, ss_err *e)
-{
-	while (n) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return ss_err_errno(e, errno, "<stdout>: write error");
-		}
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 int h5_commit(ss_h5 *f, ss_err *e)
@@ -393,7 +386,7 @@ int h5_commit(ss_h5 *f, ss_err *e)
 		}
 		img = malloc((size_t)n ? (size_t)n : 1);
 		if (!img) {
-			ss_err_set(e, "<stdout>: out of memory for a %zd-byte image", n);
+			ss_err_set(e, "%s: out of memory for a %zd-byte image", f->name, n);
 			goto done;
 		}
 		if (H5Fget_file_image(f->fid, img, (size_t)n) < 0) {
@@ -403,12 +396,20 @@ int h5_commit(ss_h5 *f, ss_err *e)
 		H5Fclose(f->fid);
 		f->fid = -1;
 		/* stdio may hold buffered bytes for stdout; keep the order. */
-		if (fflush(stdout) != 0) {
+		if (f->out_fd == 1 && fflush(stdout) != 0) {
 			ss_err_errno(e, errno, "<stdout>: write error");
 			goto done;
 		}
-		if (write_all(1, img, (size_t)n, e))
+		if (ss_write_all(f->out_fd, img, (size_t)n, f->name, e))
 			goto done;
+		if (f->out_fd != 1) {
+			int c = close(f->out_fd);
+			f->out_fd = -1;
+			if (c != 0) {
+				ss_err_errno(e, errno, "%s: write error", f->name);
+				goto done;
+			}
+		}
 		rc = 0;
 	} else {
 		herr_t s = H5Fclose(f->fid);
@@ -417,8 +418,10 @@ int h5_commit(ss_h5 *f, ss_err *e)
 			h5fail(e, f, "/", "cannot close (disk full?)");
 			goto done;
 		}
+		if (ss_fsync_path(f->tmp, f->name, e))
+			goto done;
 		if (rename(f->tmp, f->path) != 0) {
-			ss_err_errno(e, errno, "%s: cannot rename into place", f->path);
+			ss_err_errno(e, errno, "%s: cannot rename into place", f->name);
 			goto done;
 		}
 		ss_tmp_unregister(f->tmp);
@@ -439,6 +442,8 @@ void h5_close(ss_h5 *f)
 	if (f->fid >= 0)
 		H5Fclose(f->fid);
 	H5Eclear2(H5E_DEFAULT);
+	if (f->to_stdout && f->out_fd > 1)
+		close(f->out_fd);
 	if (f->tmp) {
 		unlink(f->tmp);
 		ss_tmp_unregister(f->tmp);

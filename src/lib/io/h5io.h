@@ -3,9 +3,11 @@
  * Paths: "-" for reading means a whole HDF5 file image on stdin (read into
  * memory and opened with the core driver, no temporary file); for writing
  * it means an in-memory file whose image goes to stdout at h5_commit().
- * Any other path is a real file; a created file is written under a
- * temporary name (ofile.h) and renamed into place by h5_commit(), so an
- * error or a signal leaves no partial output.
+ * Any other path follows ofile.h's policy for outputs: a new or regular
+ * file (or a symlink's target) is written under a temporary name and
+ * renamed into place by h5_commit(), so an error or a signal leaves no
+ * partial output; a device, FIFO or socket gets the finished file image
+ * at h5_commit(), as stdout does; a directory is an error.
  *
  * HDF5's automatic error printing is off: every failure comes back as one
  * line naming the file and the object, "run.h5:/stats/recv: ...".
@@ -25,7 +27,7 @@ typedef struct ss_h5 ss_h5;
 int h5_open(ss_h5 **out, const char *path, ss_err *e);   /* read-only */
 int h5_create(ss_h5 **out, const char *path, ss_err *e); /* new file */
 /* Finish a created file: close it, rename it into place (or write the image
- * to stdout).  Frees f whether or not it succeeds. */
+ * to stdout or the stream).  Frees f whether or not it succeeds. */
 int h5_commit(ss_h5 *f, ss_err *e);
 /* Close a file opened for reading, or abandon a created one (its temporary
  * file is removed).  NULL is fine. */

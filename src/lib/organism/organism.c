@@ -1032,7 +1032,7 @@ static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw
 	return remove(p);
 }
 
-int org_build(org_spec *s, const char *dir, ss_err *e)
+static int build_in(org_spec *s, const char *dir, ss_err *e)
 {
 	org o = {0};
 	o.s = s;
@@ -1064,6 +1064,9 @@ int org_build(org_spec *s, const char *dir, ss_err *e)
 		org_free(&o);
 		return ss_err_errno(e, errno, "%s", tmp);
 	}
+	mode_t um = umask(0); /* mkdtemp makes it 0700: give it mkdir's mode */
+	umask(um);
+	chmod(tmp, 0777 & ~um);
 	int rc = -1;
 	const char *sl = strrchr(s->tokenizer, '/');
 	size_t dn = sl ? (size_t)(sl - s->tokenizer) + 1 : 0;
@@ -1112,5 +1115,17 @@ fail:
 	nftw(tmp, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 done:
 	org_free(&o);
+	return rc;
+}
+
+/* -o DIR follows ofile.h's policy for symlinks: a link to a folder is kept
+ * and the folder it names is rebuilt. */
+int org_build(org_spec *s, const char *dir, ss_err *e)
+{
+	char *real;
+	if (ss_path_follow(dir, &real, e))
+		return -1;
+	int rc = build_in(s, real, e);
+	free(real);
 	return rc;
 }

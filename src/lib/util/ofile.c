@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define MAX_TMP 64
@@ -111,40 +113,206 @@ int ss_tmp_create(const char *path, char **tmp, int *fd, ss_err *e)
 		return -1;
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	mode_t um = umask(0);
-	umask(um);
-	fchmod(f, 0666 & ~um);
+	/* A replaced file keeps its permission bits; a new one gets 0666 less
+	 * the umask, as open(2) would give it. */
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		fchmod(f, st.st_mode & 07777);
+	} else {
+		mode_t um = umask(0);
+		umask(um);
+		fchmod(f, 0666 & ~um);
+	}
 	*tmp = t;
 	*fd = f;
 	return 0;
 }
 
+/* dirname(link)/target, or target when it is absolute. */
+static char *link_target(const char *link, const char *target)
+{
+	if (target[0] == '/')
+		return strdup(target);
+	const char *slash = strrchr(link, '/');
+	size_t dn = slash ? (size_t)(slash - link + 1) : 0, n = dn + strlen(target) + 1;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%.*s%s", (int)dn, link, target);
+	return p;
+}
+
+int ss_path_follow(const char *path, char **real, ss_err *e)
+{
+	char *p = strdup(path);
+	*real = NULL;
+	if (!p)
+		return ss_err_set(e, "%s: out of memory", path);
+	struct stat st;
+	for (int hops = 0; lstat(p, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		char t[4096];
+		ssize_t n = hops < 40 ? readlink(p, t, sizeof t - 1) : -1;
+		if (n < 0) {
+			int err = hops < 40 ? errno : ELOOP;
+			free(p);
+			return ss_err_errno(e, err, "%s: cannot follow the symbolic link", path);
+		}
+		t[n] = '\0';
+		char *q = link_target(p, t);
+		free(p);
+		if (!(p = q))
+			return ss_err_set(e, "%s: out of memory", path);
+	}
+	*real = p;
+	return 0;
+}
+
+int ss_out_resolve(const char *path, ss_out_kind *kind, char **real, ss_err *e)
+{
+	*real = NULL;
+	*kind = SS_OUT_STDOUT;
+	if (!path || !strcmp(path, "-"))
+		return 0;
+	char *p;
+	if (ss_path_follow(path, &p, e))
+		return -1;
+	struct stat st;
+	if (lstat(p, &st) < 0) {
+		if (errno == ENOENT) { /* a new file; a missing folder shows at creation */
+			*kind = SS_OUT_FILE;
+			*real = p;
+			return 0;
+		}
+		int err = errno;
+		free(p);
+		return ss_err_errno(e, err, "%s", path);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (strcmp(p, path))
+			ss_err_set(e, "%s: a symbolic link to the directory %s, expected a file", path, p);
+		else
+			ss_err_set(e, "%s: is a directory, expected a file", path);
+		free(p);
+		return -1;
+	}
+	*kind = S_ISREG(st.st_mode) ? SS_OUT_FILE : SS_OUT_STREAM;
+	*real = p;
+	return 0;
+}
+
+int ss_out_stream_open(const char *path, int *fd, ss_err *e)
+{
+	struct stat st;
+	*fd = -1;
+	if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		struct sockaddr_un a;
+		memset(&a, 0, sizeof a);
+		a.sun_family = AF_UNIX;
+		if (strlen(path) >= sizeof a.sun_path)
+			return ss_err_set(e, "%s: socket path too long", path);
+		memcpy(a.sun_path, path, strlen(path) + 1);
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+			int err = errno;
+			if (s >= 0)
+				close(s);
+			return ss_err_errno(e, err, "%s: cannot connect to the socket", path);
+		}
+		*fd = s;
+		return 0;
+	}
+	int f = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (f < 0)
+		return ss_err_errno(e, errno, "%s: cannot open for writing", path);
+	*fd = f;
+	return 0;
+}
+
+int ss_write_all(int fd, const void *buf, size_t n, const char *name, ss_err *e)
+{
+	const char *b = buf;
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return ss_err_errno(e, errno, "%s: write error", name);
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int ss_fsync_path(const char *tmp, const char *name, ss_err *e)
+{
+	int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ss_err_errno(e, errno, "%s: cannot reopen the finished output", name);
+	int bad = fsync(fd) != 0 && errno != EINVAL && errno != EROFS;
+	int err = errno;
+	close(fd);
+	return bad ? ss_err_errno(e, err, "%s: cannot sync to disk", name) : 0;
+}
+
 int ss_ofile_open(ss_ofile *o, const char *path, ss_err *e)
 {
 	memset(o, 0, sizeof *o);
-	if (!path || !strcmp(path, "-")) {
+	o->fd = -1;
+	ss_out_kind kind;
+	char *real;
+	if (ss_out_resolve(path, &kind, &real, e))
+		return -1;
+	if (kind == SS_OUT_STDOUT) {
 		o->f = stdout;
 		return 0;
 	}
+	o->path = real;
+	if (kind == SS_OUT_STREAM) {
+		o->stream = 1;
+		if (ss_out_stream_open(real, &o->fd, e)) {
+			ss_ofile_abort(o);
+			return -1;
+		}
+		o->f = open_memstream(&o->buf, &o->len);
+		if (!o->f) {
+			ss_ofile_abort(o);
+			return ss_err_set(e, "%s: out of memory", path);
+		}
+		return 0;
+	}
 	int fd;
-	if (ss_tmp_create(path, &o->tmp, &fd, e))
+	if (ss_tmp_create(real, &o->tmp, &fd, e)) {
+		ss_ofile_abort(o);
 		return -1;
+	}
 	o->f = fdopen(fd, "wb");
-	o->path = strdup(path);
-	if (!o->f || !o->path) {
-		if (o->f)
-			fclose(o->f);
-		else
-			close(fd);
-		o->f = NULL;
+	if (!o->f) {
+		close(fd);
 		ss_ofile_abort(o);
 		return ss_err_set(e, "%s: out of memory", path);
 	}
 	return 0;
 }
 
+static int commit_stream(ss_ofile *o, ss_err *e)
+{
+	int rc = 0;
+	if (fclose(o->f) != 0)
+		rc = ss_err_errno(e, errno, "%s: out of memory", o->path);
+	o->f = NULL;
+	if (!rc)
+		rc = ss_write_all(o->fd, o->buf, o->len, o->path, e);
+	if (close(o->fd) != 0 && !rc)
+		rc = ss_err_errno(e, errno, "%s: write error", o->path);
+	o->fd = -1;
+	ss_ofile_abort(o);
+	return rc;
+}
+
 int ss_ofile_commit(ss_ofile *o, ss_err *e)
 {
+	if (o->stream)
+		return commit_stream(o, e);
 	if (!o->tmp) { /* stdout: flushed and checked by ss_close_stdout */
 		if (fflush(stdout) || ferror(stdout))
 			return ss_err_errno(e, errno ? errno : EIO, "<stdout>: write error");
@@ -152,6 +320,10 @@ int ss_ofile_commit(ss_ofile *o, ss_err *e)
 	}
 	int bad = fflush(o->f) != 0 || ferror(o->f);
 	int err = errno;
+	if (!bad && fsync(fileno(o->f)) != 0 && errno != EINVAL && errno != EROFS) {
+		bad = 1;
+		err = errno;
+	}
 	if (fclose(o->f) != 0 && !bad) {
 		bad = 1;
 		err = errno;
@@ -179,6 +351,13 @@ void ss_ofile_abort(ss_ofile *o)
 	if (o->f && o->f != stdout)
 		fclose(o->f);
 	o->f = NULL;
+	if (o->stream && o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	o->stream = 0;
+	free(o->buf);
+	o->buf = NULL;
+	o->len = 0;
 	if (o->tmp) {
 		unlink(o->tmp);
 		ss_tmp_unregister(o->tmp);
