@@ -26,14 +26,15 @@ enum { LAB_FUTURE = 0, LAB_CONTROL = 1, LAB_OTHER = 2, LAB_NONE = 3, LAB_N };
 static const char *const lab_name[LAB_N] = {"future", "control", "other", "-"};
 
 static long o_layer = -1, o_iter = 1000, o_exag_iter = 250, o_pca = 50, o_seed = 1,
-            o_threads = 0, o_knn = 5, o_min_life = 1, o_level = 0;
-static long life_max = 1L << 30;
+            o_threads = 0, o_knn = 5, o_min_life = 1;
 static double o_perp = 30, o_theta = 0.5, o_exag = 12, o_lr = 0, o_tau_cos = NAN,
               o_tau_norm = NAN;
 static int o_exact, o_quiet;
 static const char *o_labels, *o_only, *o_classes = "space,punct,digit", *o_out, *o_scan,
-                  *o_init = "pca", *o_lstart, *o_levels, *o_search = "auto";
+                  *o_init = "pca", *o_lstart, *o_level, *o_search = "auto";
 static int seen_tau_cos, seen_tau_norm;
+static long *want_level; /* --level */
+static size_t n_want;
 
 static const ss_opt opts[] = {
 	{"layer", 'l', SS_OPT_INT, &o_layer, "L", "layer of /acts/COMPONENT to embed", NULL},
@@ -42,8 +43,7 @@ static const ss_opt opts[] = {
 	{"classes", 0, SS_OPT_STRING, &o_classes, "LIST", "token classes of controls (space,punct,digit)", NULL},
 	{"min-lifetime", 0, SS_OPT_INT, &o_min_life, "N", "future: episodes of at least N layers (1)", NULL},
 	{"l-start", 0, SS_OPT_STRING, &o_lstart, "A-B", "future: episodes starting in layers A..B", NULL},
-	{"levels", 0, SS_OPT_STRING, &o_levels, "LEVELS.tsv", "sinklevels table for --level", NULL},
-	{"level", 0, SS_OPT_INT, &o_level, "K", "future: only episodes of level K of --levels", NULL},
+	{"level", 0, SS_OPT_STRING, &o_level, "K[,K...]", "future: only episodes of these levels (sinklevels --assign)", NULL},
 	{"tau-cos", 0, SS_OPT_DOUBLE, &o_tau_cos, "X", "sink rule for controls: cosine threshold", &seen_tau_cos},
 	{"tau-norm", 0, SS_OPT_DOUBLE, &o_tau_norm, "X", "sink rule for controls: norm ratio", &seen_tau_norm},
 	{"perplexity", 'p', SS_OPT_DOUBLE, &o_perp, "U", "perplexity (30)", NULL},
@@ -142,7 +142,7 @@ static int split_operand(const char *arg, src *s, ss_err *e)
 /* future sink episodes from the sinkdetect table */
 typedef struct episode {
 	int si;
-	long pos, l_start, lifetime;
+	long pos, l_start, lifetime, level;
 } episode;
 
 typedef struct labels {
@@ -154,8 +154,10 @@ static int read_labels(const char *path, src *S, int ns, labels *out, ss_err *e)
 {
 	memset(out, 0, sizeof *out);
 	ss_eptab t = {0};
-	static const unsigned need = EP_BIT(EP_TRACE) | EP_BIT(EP_POS) | EP_BIT(EP_KIND) |
-	                             EP_BIT(EP_L_START) | EP_BIT(EP_LIFETIME);
+	/* --level takes membership from sinklevels' assignment, never from the
+	 * (l_start, lifetime) ranges of the level table */
+	unsigned need = EP_BIT(EP_TRACE) | EP_BIT(EP_POS) | EP_BIT(EP_KIND) | EP_BIT(EP_L_START) |
+	                EP_BIT(EP_LIFETIME) | (n_want ? EP_BIT(EP_LEVEL) : 0);
 	if (eptab_read(&t, path, need, e) < 0)
 		return -1;
 	int rc = -1;
@@ -183,12 +185,21 @@ static int read_labels(const char *path, src *S, int ns, labels *out, ss_err *e)
 			goto done;
 		}
 		if (!p->primary)
-			out->ep[out->n++] = (episode){si, p->pos, p->l_start, p->lifetime};
+			out->ep[out->n++] = (episode){si, p->pos, p->l_start, p->lifetime, p->level};
 	}
 	if (!matched) {
 		ss_err_set(e, "%s: no episode names an input trace (%s%s): labels do not match the vectors",
 		           path, S[0].name, ns > 1 ? ", ..." : "");
 		goto done;
+	}
+	for (size_t k = 0; k < n_want; k++) {
+		size_t i = 0;
+		while (i < t.n && t.ep[i].level != want_level[k])
+			i++;
+		if (i == t.n) {
+			ss_err_set(e, "%s: no episode of level %ld", path, want_level[k]);
+			goto done;
+		}
 	}
 	rc = 0;
 done:
@@ -196,13 +207,21 @@ done:
 	return rc;
 }
 
+static int wanted_level(long level)
+{
+	for (size_t k = 0; k < n_want; k++)
+		if (want_level[k] == level)
+			return 1;
+	return !n_want;
+}
+
 /* label of (source si, position pos) when layer L is embedded */
 static int label_of(const src *S, int si, long pos, long L, const labels *lb, long lo, long hi)
 {
 	for (size_t k = 0; k < lb->n; k++) {
 		const episode *p = &lb->ep[k];
-		if (p->si == si && p->pos == pos && p->l_start > L && p->lifetime >= o_min_life && p->lifetime <= life_max &&
-		    p->l_start >= lo && p->l_start <= hi)
+		if (p->si == si && p->pos == pos && p->l_start > L && p->lifetime >= o_min_life &&
+		    p->l_start >= lo && p->l_start <= hi && wanted_level(p->level))
 			return LAB_FUTURE;
 	}
 	if (S[si].control && S[si].control[pos])
@@ -658,37 +677,24 @@ done:
 	return rc;
 }
 
-/* the l_start and lifetime ranges of level K of a sinklevels table */
-static int read_level(const char *path, long K, long *lo, long *hi, long *lmin, long *lmax,
-                      ss_err *e)
+/* --level "K[,K...]": levels 1 and up */
+static int parse_levels(const char *s, ss_err *e)
 {
-	ss_tsv *t;
-	if (tsv_open(&t, path, e) < 0)
+	size_t m = 1;
+	for (const char *p = s; *p; p++)
+		m += *p == ',';
+	if (!(want_level = ss_malloc(m, sizeof *want_level, "levels", e)))
 		return -1;
-	static const char *const need[] = {"level", "l_start_min", "l_start_max", "lifetime_min",
-	                                   "lifetime_max"};
-	int c[5], r, found = 0;
-	long v[5];
-	if (tsv_require(t, need, c, 5, e) < 0)
-		goto fail;
-	while ((r = tsv_next(t, e)) == 1) {
-		for (int i = 0; i < 5; i++)
-			if (tsv_long(t, c[i], &v[i], e) < 0)
-				goto fail;
-		if (v[0] == K) {
-			*lo = v[1], *hi = v[2], *lmin = v[3], *lmax = v[4];
-			found = 1;
-		}
+	for (const char *p = s;; p++) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p || v < 1 || (*end && *end != ','))
+			return ss_err_status(e, SS_EXIT_USAGE, "--level '%s': expected levels K[,K...], each >= 1", s);
+		want_level[n_want++] = v;
+		p = end;
+		if (!*p)
+			return 0;
 	}
-	if (r < 0)
-		goto fail;
-	tsv_close(t);
-	if (!found)
-		return ss_err_set(e, "%s: no level %ld", path, K);
-	return 0;
-fail:
-	tsv_close(t);
-	return -1;
 }
 
 /* ------------------------------------------------------------------- main */
@@ -744,12 +750,12 @@ int main(int argc, char **argv)
 			goto fail;
 		}
 	}
-	if ((o_level > 0) != (o_levels != NULL)) {
-		ss_err_status(&e, SS_EXIT_USAGE, "--level and --levels go together");
+	if (o_level && parse_levels(o_level, &e) < 0)
+		goto fail;
+	if (o_level && !o_labels) {
+		ss_err_status(&e, SS_EXIT_USAGE, "--level needs --labels (the table of sinklevels --assign)");
 		goto fail;
 	}
-	if (o_levels && read_level(o_levels, o_level, &lo, &hi, &o_min_life, &life_max, &e) < 0)
-		goto fail;
 	if (o_scan && (!ns || !o_labels)) {
 		ss_err_status(&e, SS_EXIT_USAGE, "--scan needs --labels and FILE.h5:/acts/COMPONENT operands");
 		goto fail;
@@ -888,6 +894,7 @@ fail:
 	}
 	free(S);
 	free(lb.ep);
+	free(want_level);
 	rows_free(&R);
 	free(Y);
 	ss_opt_free();

@@ -40,10 +40,17 @@ t_eq "future rows are the planted ones (every 5th position)" "" \
 	"$(printf '%s\n' "$out" | awk '$3=="future" && $2%5 {print}')"
 t_eq "--only future,control" 239 "$(tsne -q -n 300 -l 2 --labels "$TMP/p.tsv" --only future,control "$TMP/p.h5:/acts/resid" | tail -n +2 | wc -l | tr -d ' ')"
 t_eq "--min-lifetime 3 drops the lifetime-2 futures" 0 "$(tsne -q -n 250 -l 2 --labels "$TMP/p.tsv" --min-lifetime 3 "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
-printf 'level\tl_start\tlifetime\tcount\tshare\tmlp_norm_median\tscore_mean\tl_start_min\tl_start_max\tlifetime_min\tlifetime_max\ttokens\n1\t3\t2\t79\t1\t1\t0.5\t3\t3\t2\t2\t" " x 79\n2\t5\t3\t1\t0\t1\t0.5\t5\t6\t3\t4\t"," x 1\n' >"$TMP/levels.tsv"
-t_eq "--levels/--level 1 keeps the level's futures" 79 "$(tsne -q -n 250 -l 2 --labels "$TMP/p.tsv" --levels "$TMP/levels.tsv" --level 1 "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
-t_eq "--level 2 (l_start 5-6) keeps none" 0 "$(tsne -q -n 250 -l 2 --labels "$TMP/p.tsv" --levels "$TMP/levels.tsv" --level 2 "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
-t_fails "--level K not in the table" 1 'levels.tsv: no level 7$' tsne -l 2 --labels "$TMP/p.tsv" --levels "$TMP/levels.tsv" --level 7 "$TMP/p.h5:/acts/resid"
+# --level takes membership from the level column (sinklevels --assign):
+# level 1 for the futures at positions divisible by 10, 2 for the others
+awk -F'\t' -v OFS='\t' 'NR==1{print $0, "level"; next} {print $0, ($5=="primary" ? 0 : ($2 % 10 ? 2 : 1))}' "$TMP/p.tsv" >"$TMP/pa.tsv"
+n1=$(awk -F'\t' '$5=="secondary" && $9==1' "$TMP/pa.tsv" | wc -l | tr -d ' ')
+t_eq "--level 1: the futures are the rows of level 1 ($n1)" "$(awk -F'\t' '$5=="secondary" && $9==1 {print $2}' "$TMP/pa.tsv" | xargs)" \
+	"$(tsne -q -n 250 -l 2 --labels "$TMP/pa.tsv" --level 1 "$TMP/p.h5:/acts/resid" | awk '$3=="future"{print $2}' | xargs)"
+t_eq "--level 2 keeps the other $((79 - n1))" $((79 - n1)) "$(tsne -q -n 250 -l 2 --labels "$TMP/pa.tsv" --level 2 "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
+t_eq "--level 1,2 keeps all 79" 79 "$(tsne -q -n 250 -l 2 --labels "$TMP/pa.tsv" --level 1,2 "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
+t_fails "--level K of no episode" 1 'pa.tsv: no episode of level 7$' tsne -l 2 --labels "$TMP/pa.tsv" --level 7 "$TMP/p.h5:/acts/resid"
+t_fails "--level without a level column" 1 "p.tsv: missing column 'level'" tsne -l 2 --labels "$TMP/p.tsv" --level 1 "$TMP/p.h5:/acts/resid"
+t_fails "--level 0 is a usage error" 2 "--level '0'" tsne -l 2 --labels "$TMP/pa.tsv" --level 0 "$TMP/p.h5:/acts/resid"
 t_eq "at layer 3 (= l_start) no row is a future sink" 0 "$(tsne -q -n 250 -l 3 --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
 t_eq "two traces: rows (trace, pos)" 801 "$(cp "$TMP/p.h5" "$TMP/q.h5"; tsne -q -n 250 -l 1 "$TMP/p.h5:/acts/resid" "$TMP/q.h5:/acts/resid" | wc -l | tr -d ' ')"
 t_eq "plain 2-D dataset FILE.h5:/plain/matrix" 401 "$(tsne -q -n 250 "$TMP/p.h5:/plain/matrix" | wc -l | tr -d ' ')"

@@ -116,6 +116,13 @@ if [ -f "$org/config.json" ]; then
 		t_match "organism: the report says so" 'Planted levels recovered' "$(cat "$o/report.md")"
 		want=$(awk -F'\t' '$1 == "ln_norm" && $2 == "lifetime" { print $3 }' "$org/truth/law.tsv")
 		t_num "organism: norm-law slope of lifetime (planted $want)" "$want" "$(fitv "$o/normlaw.tsv" lifetime slope)" 0.02
+		# fig 3's levels are sinklevels' assignment (assign.tsv), and on the
+		# organism every secondary episode sits on its level's planted cell
+		bad=$(awk -F'\t' 'FNR == NR { if (FNR > 1) cell[$1] = $2 ":" $3; next }
+			FNR == 1 { for (i = 1; i <= NF; i++) k[$i] = i; next }
+			{ n++; if (cell[$k["level"]] != $k["l_start"] ":" $k["lifetime"]) print $k["trace"] ":" $k["pos"] ":" $k["level"] }
+			END { if (!n) print "no episode" }' "$o/levels.tsv" "$o/tables/episodes.tsv" | head -3 | xargs)
+		t_eq "organism: each episode of fig 3 in the level of its planted cell" "" "$bad"
 	else
 		t_skip "organism: planted levels and law" "actdump or sinklevels not built yet"
 	fi

@@ -227,7 +227,7 @@ sec_organism() {
 	g org/tsne.scan.tsv tsne -q $J -n 300 --scan 4-9 --labels org/eps.tsv org/acts.h5:/acts/resid
 	g org/tsne.scan.k3.tsv tsne -q $J -n 250 --scan 1-8 -k 3 --classes punct,space --labels org/eps.tsv \
 		org/acts.h5:/acts/mlp_in
-	g org/tsne.level.tsv tsne -q $J -n 300 -l 7 --labels org/eps.tsv --levels org/levels.tsv --level 2 \
+	g org/tsne.level.tsv tsne -q $J -n 300 -l 7 --labels org/assign.tsv --level 2 \
 		--only future,control org/acts.h5:/acts/resid
 	g org/tsne.exact.tsv tsne -q $J -n 250 -l 5 --labels org/eps.tsv --exact --perplexity 20 \
 		--min-lifetime 5 org/acts.h5:/acts/attn_out
@@ -351,7 +351,7 @@ sec_cli() {
 		--classes digit --tau-cos 0.3 --tau-norm 1.1
 	g cli/tsne.nan rc=1 sh_ "tsne <in/nan.tsv"
 	g cli/tsne.nolayer rc=2 tsne in/p.h5:/acts/resid
-	g cli/tsne.level rc=1 tsne -l 2 --labels in/p.tsv --levels org/levels.tsv --level 7 in/p.h5:/acts/resid
+	g cli/tsne.level rc=1 tsne -l 2 --labels org/assign.tsv --level 7 org/acts.h5:/acts/resid
 	g cli/mkorganism.noout rc=2 mkorganism in/examples/organism.yaml
 	g cli/mkorganism.bad rc=1 mkorganism -o cli/org in/bad.yaml
 }
