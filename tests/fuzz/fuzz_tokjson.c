@@ -1,4 +1,4 @@
-/* fuzz_tokjson.c - tokenizer.json (tok.c: model, normalizer,
+/* fuzz_tokjson.c - tokenizer.json (tok_load.c and tok_encode.c: model, normalizer,
  * pre-tokenizer regexes, added tokens, post-processor, decoder) on
  * arbitrary bytes through tok_load_mem().  A tokenizer that loads must
  * encode, decode and split into pieces a fixed mixed text without error

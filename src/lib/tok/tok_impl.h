@@ -187,6 +187,35 @@ json_t *tok_json_parse(const char *json, size_t len, const char *name, tok_bulk 
 json_t *tok_json_parse_fd(int fd, const char *name, tok_bulk *b, ss_err *e);
 void tok_bulk_free(tok_bulk *b);
 
+/* Loading (tok_load.c reads the sections in order; errors name the file
+ * and the JSON path, e.g. "tokenizer.json:model.merges[3]: ..."). */
+#define TOK_PATHMAX 256
+typedef struct tok_ld {
+	tok *t;           /* being filled */
+	const char *name; /* the file, for messages */
+	ss_err *e;
+} tok_ld;
+
+/* tok_field.c: sets e to "NAME:PATH: " followed by fmt with arg; returns -1 */
+int tok_bad(tok_ld *L, const char *path, const char *fmt, const char *arg);
+/* o[key] when it is a string, else NULL */
+const char *tok_jstr(json_t *o, const char *key);
+/* optional boolean o[key] (absent or null = def) */
+int tok_jbool(tok_ld *L, json_t *o, const char *key, int def, const char *path, int *out);
+/* a malloc'd copy of the string o[key] (required) and its length */
+int tok_jcopy(tok_ld *L, json_t *o, const char *key, const char *path, char **out, size_t *n);
+
+/* tok_comp.c: one component at path (a Sequence recursively), appended to
+ * the tokenizer's array; cap is that array's capacity (unused by post) */
+int tok_parse_normalizer(tok_ld *L, json_t *o, const char *path, size_t *cap);
+int tok_parse_pre(tok_ld *L, json_t *o, const char *path, size_t *cap);
+int tok_parse_dec(tok_ld *L, json_t *o, const char *path, size_t *cap);
+int tok_parse_post(tok_ld *L, json_t *o, const char *path, size_t *cap);
+
+/* tok_vocab.c: root.model (BPE) with its vocabulary and merges from bk,
+ * and the added tokens (root.added_tokens, an array or NULL) */
+int tok_load_model(tok_ld *L, json_t *root, json_t *added, tok_bulk *bk);
+
 /* tok_dec.c */
 int tok_decode_segs(const tok *t, const int32_t *ids, size_t n, int per_token,
                     tok_buf *out, size_t *off, ss_err *e);

@@ -6,7 +6,7 @@
  * jansson's object table, and then all of it read once and dropped.  Here
  * yajl's events for those two go straight into flat arrays (tok_bulk);
  * everything else in the file, a few kilobytes, is built into jansson
- * values from the same events, so that tok.c reads the normalizer,
+ * values from the same events, so that tok_load.c reads the normalizer,
  * pre-tokenizer, added tokens and the rest of the model as before.
  *
  * tok_load reads the file in chunks of about a megabyte (see
