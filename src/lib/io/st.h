@@ -9,6 +9,9 @@
  * st_bind(), which checks dtype and shape and marks the tensor used, so
  * that st_check_unused() can refuse extra tensors.
  *
+ * st.c holds the container (mapping, header, binding), stpage.c the
+ * paging advice below; element types and their conversion are stconv.h's.
+ *
  * Errors name the file and the tensor:
  *   "DIR/model.safetensors:model.layers.3.mlp.up_proj.weight: shape 172x64, expected 172x60"
  */
@@ -17,11 +20,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "io/stconv.h"
 #include "util/err.h"
 
 #define ST_MAX_RANK 4
-
-typedef enum st_dtype { ST_F32 = 0, ST_F16, ST_BF16 } st_dtype;
 
 typedef struct st_tensor {
 	char *name;              /* e.g. "model.layers.0.self_attn.q_proj.weight" */
@@ -69,7 +71,7 @@ int st_check_unused(const st_set *s, ss_err *e);
  * (a file truncated while mapped).  Async-signal-safe. */
 const char *st_fault_path(const void *addr);
 
-/* Paging (a model larger than memory streams through it layer by layer).
+/* Paging (stpage.c; a model larger than memory streams through it layer by layer).
  * st_release_range: drop the pages of [p, p + len) (inside one mapping of
  * s) from this process (madvise MADV_DONTNEED on the range rounded out to
  * whole pages), so they no longer count in its RSS; with drop_cache also
@@ -88,15 +90,8 @@ void st_prefetch_range(const st_set *s, const void *p, size_t len);
 void st_release(const st_set *s, const st_tensor *t, int drop_cache);  /* t's data */
 void st_release_all(const st_set *s, int drop_cache);                   /* every mapping */
 
-size_t st_dtype_size(st_dtype d);
-const char *st_dtype_name(st_dtype d);   /* "f32", "f16", "bf16" */
-
-/* Convert n elements starting at element `off` of t to f32. */
+/* Convert n elements starting at element `off` of t to f32 (st_conv_f32 of
+ * stconv.h on t's data). */
 void st_to_f32(float *dst, const st_tensor *t, long off, long n);
-
-/* Scalar conversions (exact; f16 subnormals, inf and NaN handled). */
-float st_bf16_to_f32(uint16_t h);
-float st_f16_to_f32(uint16_t h);
-uint16_t st_f32_to_bf16(float f);   /* round to nearest even (NaN kept NaN) */
 
 #endif

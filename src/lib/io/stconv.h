@@ -1,0 +1,28 @@
+/* stconv.h - the element types of model weights and their conversion:
+ * f32, f16 (IEEE binary16) and bf16 (the high half of an f32).  No
+ * container knowledge: safetensors (st.h) tags each tensor with an
+ * st_dtype, the forward pass converts rows to f32 through these, and the
+ * KV cache and model writers round f32 to bf16. */
+#ifndef SS_STCONV_H
+#define SS_STCONV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum st_dtype { ST_F32 = 0, ST_F16, ST_BF16 } st_dtype;
+
+size_t st_dtype_size(st_dtype d);        /* bytes per element: 4 or 2 */
+const char *st_dtype_name(st_dtype d);   /* "f32", "f16", "bf16" */
+
+/* Convert n elements starting at element off of src (elements of type dt,
+ * 2-byte ones need not be aligned) to f32 in dst.  From 2^18 elements on,
+ * AVX2 builds write with non-temporal stores (a whole weight matrix that is
+ * not read back while still in cache). */
+void st_conv_f32(float *dst, const void *src, st_dtype dt, long off, long n);
+
+/* Scalar conversions (exact; f16 subnormals, inf and NaN handled). */
+float st_bf16_to_f32(uint16_t h);
+float st_f16_to_f32(uint16_t h);
+uint16_t st_f32_to_bf16(float f);   /* round to nearest even (NaN kept NaN) */
+
+#endif
