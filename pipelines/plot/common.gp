@@ -21,3 +21,6 @@ array lvstr[9] = ['#999999', '#1b9e77', '#d95f02', '#7570b3', '#e7298a', '#66a61
 lc(i) = lvcol[int(i) <= 0 ? 1 : (int(i) - 1) % 8 + 2]
 lcs(i) = lvstr[int(i) <= 0 ? 1 : (int(i) - 1) % 8 + 2]
 set palette defined (0 '#ffffff', 0.25 '#fde0a0', 0.5 '#f08040', 0.75 '#c0203a', 1 '#400020')
+# Layer axes are integers: a tick step of 1, 2, 5 or 10 layers for an axis
+# that spans n layers, and no minor ticks.
+layer_step(n) = n <= 16 ? 1 : n <= 32 ? 2 : n <= 80 ? 5 : 10

@@ -81,6 +81,18 @@ if [ -x "$SS_BUILD/tools/plant" ]; then
 		t_num "planted: norm-law slope of lifetime (planted 4)" 4 "$(fitv "$TMP/planted/normlaw.tsv" lifetime slope)" 0.15
 		t_num "planted: gnuplot's refit agrees with sinklevels' slope" "$(fitv "$TMP/planted/normlaw.tsv" lifetime slope)" \
 			"$(awk -F'\t' '$1 == "lifetime" { print $3 }' "$TMP/planted/tables/normlaw_gnuplot.tsv")" 0.02
+		# figure 4 fits the same quantity as sinklevels --fit (score_start)
+		t_num "planted: gnuplot's refit of score_start agrees with sinklevels'" "$(fitv "$TMP/planted/normlaw.tsv" score_start slope)" \
+			"$(awk -F'\t' '$1 == "score_start" { print $3 }' "$TMP/planted/tables/normlaw_gnuplot.tsv")" 0.00001
+		# figure 1's colour scale ends at the strongest cell shown with >= 32
+		# queries (computed here from heatmap.tsv), position 0 included, so
+		# the primary sink does not saturate
+		hs=$TMP/planted/tables/heatmap_scale.tsv
+		want=$(awk -F'\t' 'FNR == NR { if (FNR == 2) { N = $1; T = $2; q = $5 } next }
+			FNR > 1 && $2 < N && $2 < T - q && $3 > m { m = $3 } END { print m }' "$hs" "$TMP/planted/tables/heatmap.tsv")
+		t_num "planted: figure 1's scale tops at the strongest cell shown" "$want" "$(awk -F'\t' 'NR == 2 { print $4 }' "$hs")" 0.01
+		p0=$(awk -F'\t' 'NR > 1 && $2 == 0 && $3 > m { m = $3 } END { print m }' "$TMP/planted/tables/heatmap.tsv")
+		t_ok "planted: position 0 within figure 1's scale" awk -v a="$p0" -v b="$(awk -F'\t' 'NR == 2 { print $4 }' "$hs")" 'BEGIN { exit !(a <= b * 1.01) }'
 	else
 		t_skip "planted: levels and law" "sinklevels not built yet"
 	fi
