@@ -16,6 +16,16 @@ const char *st_dtype_name(st_dtype d)
 	return n[d];
 }
 
+int st_dtype_parse(const char *s, st_dtype *d)
+{
+	for (int i = ST_F32; i <= ST_BF16; i++)
+		if (!strcmp(s, st_dtype_name((st_dtype)i))) {
+			*d = (st_dtype)i;
+			return 0;
+		}
+	return -1;
+}
+
 float st_bf16_to_f32(uint16_t h)
 {
 	uint32_t u = (uint32_t)h << 16;

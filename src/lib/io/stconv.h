@@ -13,6 +13,8 @@ typedef enum st_dtype { ST_F32 = 0, ST_F16, ST_BF16 } st_dtype;
 
 size_t st_dtype_size(st_dtype d);        /* bytes per element: 4 or 2 */
 const char *st_dtype_name(st_dtype d);   /* "f32", "f16", "bf16" */
+/* The dtype named s ("f32", "f16" or "bf16"): 0, or -1 for another name. */
+int st_dtype_parse(const char *s, st_dtype *d);
 
 /* Convert n elements starting at element off of src (elements of type dt,
  * 2-byte ones need not be aligned) to f32 in dst.  From 2^18 elements on,

@@ -77,6 +77,11 @@ size_t tok_vocab_size(const tok *t);
 const char *tok_token(const tok *t, int32_t id, size_t *len);
 /* Id of a token string (added tokens included), or -1. */
 int32_t tok_id(const tok *t, const char *s, size_t n);
+/* Byte-level vocabularies (GPT-2, Qwen, Llama 3) write each byte b of a
+ * token as one printable code point: b itself for '!'..'~', 0xa1..0xac and
+ * 0xae..0xff, else 256 + its rank among the other bytes (space is U+0120).
+ * tok_id of a byte-level token takes the UTF-8 of these code points. */
+uint32_t tok_byte_char(int b);
 /* Ids the post-processor puts before / after the sequence. */
 const int32_t *tok_post_prefix(const tok *t, size_t *n);
 const int32_t *tok_post_suffix(const tok *t, size_t *n);

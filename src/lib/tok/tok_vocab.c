@@ -10,7 +10,8 @@
 #include <string.h>
 #include "tok/tok_impl.h"
 
-static uint32_t byte_char(int b)
+/* byte-level: the GPT-2 map from bytes to chars */
+uint32_t tok_byte_char(int b)
 {
 	if ((b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff))
 		return (uint32_t)b;
@@ -222,7 +223,7 @@ int tok_load_model(tok_ld *L, json_t *root, json_t *added, tok_bulk *bk)
 	if (t->byte_level) {
 		for (int b = 0; b < 256; b++) {
 			tok_buf c = {0};
-			t->byte_char[b] = byte_char(b);
+			t->byte_char[b] = tok_byte_char(b);
 			if (tok_utf8_put(&c, t->byte_char[b], e))
 				return -1;
 			t->byte_id[b] = tok_strmap_get(&t->strs, c.p, c.n, t->str, t->len);

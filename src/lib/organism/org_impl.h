@@ -1,0 +1,70 @@
+/* org_impl.h - the organism's construction shared by org_spec.c (the
+ * spec's limits), org_weights.c (the weights) and org_build.c (the folder
+ * and its truth tables); not an API (see organism.h).
+ *
+ * Residual coordinates (d_model = D): one basis vector per role, so every
+ * planted direction is a coordinate axis:
+ *   DU  u, the sink direction          DB  bulk (every token has ~1 here)
+ *   DQ  sign coordinate of layer 1     DP  primary marker (position 0 only)
+ *   DV  v, the decision direction      DF+c  marker of planted token c
+ *   DSIG.. 16 dims of per-token signature (layer 1 only)
+ *   the rest: a small per-token identity (so tokens stay distinct)
+ * Every embedding row has norm 1, so layer 1's RMSNorm is the same scale
+ * for all tokens and the signature cancels exactly at position 0.
+ */
+#ifndef SS_ORG_IMPL_H
+#define SS_ORG_IMPL_H
+
+#include "organism/organism.h"
+
+/* ---- constants of the construction (see mkorganism(1)) ---- */
+#define NSIG 16          /* signature dims (one head of values) */
+#define S_SIG 0.3        /* |signature| */
+#define S_ID 0.02        /* |identity| (none on planted tokens) */
+#define PHI 0.02         /* class marker of planted tokens */
+#define TAU 0.002        /* layer 1: position 0 when |res|^2 < TAU |bulk|^2 */
+#define W_Q 0.01         /* scale of the sign coordinate */
+#define BETA_P 500.0     /* layer 2: sharpness of the primary neuron */
+#define U_PRIMARY 2000.0 /* norm of the primary sink along u */
+#define P_PRIMARY 40.0   /* primary marker (kappa = 2 U / P) */
+#define BETA2 500.0      /* layer 2 keys: -BETA2 z_q */
+#define BETA_U 4.0       /* layers >= 3 keys: BETA_U z_u - BETA_B (h+1) z_b */
+#define BETA_B 40.0
+#define ALPHA_C 5.0      /* cleaning gate */
+#define ALPHA_D 200.0    /* decision gate */
+#define ALPHA_F 60.0     /* formation gate */
+#define ALPHA_E 5.0      /* erosion gate */
+#define GAMMA_MAX 0.1    /* decision gain of the longest-lived level */
+#define ALIVE_MIN 20.0   /* a live sink keeps >= 20x the median norm */
+#define G_DEAD 2.0       /* a sink dies with u-component -G_DEAD */
+
+enum { DU = 0, DB, DQ, DP, DV, DF };
+
+/* one decoder layer's weights, f32 (rounded to the file's dtype in place) */
+typedef struct lw {
+	float *qw, *qb, *kw, *kb, *vw, *vb, *ow; /* q/k/v [H*hd][D], o [D][H*hd] */
+	float *gate, *up, *down;                 /* [F][D], [F][D], [D][F] */
+	float *in_norm, *post_norm;              /* [D] */
+} lw;
+
+typedef struct org {
+	const org_spec *s;
+	long D, L, H, hd, F, V, dsig, did, nid;
+	float *emb;   /* [V][D] */
+	float *norm;  /* [D] */
+	lw *l;        /* [L+1], index = layer number 1..L */
+	long *cls;    /* [V]: planted class index or -1 */
+	long *clv;    /* [ncls]: level of class c */
+	long ncls;
+	double *delta; /* [L+1]: erosion removed at layer l */
+	double **traj; /* [nlv][L+1]: u-component of each level after layer l */
+} org;
+
+/* Every weight of o (o->s and the sizes D, L, H, hd, F, V set), with the
+ * planted trajectories (delta, traj) the truth tables report; checks
+ * that each level lives exactly its lifetime.  org_weights_free frees
+ * what was built, also after a failure. */
+int org_weights_build(org *o, ss_err *e);
+void org_weights_free(org *o);
+
+#endif

@@ -1,0 +1,380 @@
+/* org_weights.c - the organism's weights, built by hand layer by layer
+ * (organism.h and mkorganism(1) give the mechanism) and calibrated in
+ * double against the forward pass's own formulas on the weights as the
+ * file will hold them (rounded to its dtype): the primary sink, the
+ * decision gains gamma solved per level, the formation, and the erosion
+ * that ends each level at its planted lifetime. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "organism/org_impl.h"
+#include "io/stwrite.h"
+#include "util/rng.h"
+
+static double silu(double x) { return x / (1 + exp(-x)); }
+
+/* out = MLP_l(RMSNorm_2(h)) in double (the formula of the forward pass). */
+static void mlp_apply(const org *o, long l, const double *h, double *out)
+{
+	const lw *w = &o->l[l];
+	long D = o->D, F = o->F;
+	double ss = 0;
+	for (long i = 0; i < D; i++)
+		ss += h[i] * h[i];
+	double r = 1 / sqrt(ss / (double)D + o->s->eps);
+	for (long i = 0; i < D; i++)
+		out[i] = 0;
+	for (long j = 0; j < F; j++) {
+		double g = 0, u = 0;
+		for (long i = 0; i < D; i++) {
+			double x = h[i] * r * w->post_norm[i];
+			g += w->gate[j * D + i] * x;
+			u += w->up[j * D + i] * x;
+		}
+		double a = silu(g) * u;
+		if (a != 0)
+			for (long i = 0; i < D; i++)
+				out[i] += w->down[i * F + j] * a;
+	}
+}
+
+/* Activation of neuron j of layer l's MLP on state h. */
+static double neuron(const org *o, long l, long j, const double *h)
+{
+	const lw *w = &o->l[l];
+	long D = o->D;
+	double ss = 0, g = 0, u = 0;
+	for (long i = 0; i < D; i++)
+		ss += h[i] * h[i];
+	double r = 1 / sqrt(ss / (double)D + o->s->eps);
+	for (long i = 0; i < D; i++) {
+		g += w->gate[j * D + i] * h[i] * r;
+		u += w->up[j * D + i] * h[i] * r;
+	}
+	return silu(g) * u;
+}
+
+static void add_mlp(const org *o, long l, double *h)
+{
+	double out[1024];
+	mlp_apply(o, l, h, out);
+	for (long i = 0; i < o->D; i++)
+		h[i] += out[i];
+}
+
+/* Round weights to the file's dtype in place, so that every calibration
+ * below sees the weights a reader of the file gets. */
+static void round_arr(const org *o, float *p, long n)
+{
+	if (o->s->dtype != ST_F32)
+		for (long i = 0; i < n; i++)
+			p[i] = stw_round(o->s->dtype, p[i]);
+}
+static void round_layer(const org *o, long l)
+{
+	lw *w = &o->l[l];
+	long D = o->D, HD = o->H * o->hd, F = o->F;
+	round_arr(o, w->qw, HD * D), round_arr(o, w->qb, HD), round_arr(o, w->kw, HD * D);
+	round_arr(o, w->kb, HD), round_arr(o, w->vw, HD * D), round_arr(o, w->vb, HD);
+	round_arr(o, w->ow, D * HD), round_arr(o, w->gate, F * D), round_arr(o, w->up, F * D);
+	round_arr(o, w->down, D * F);
+}
+
+void org_weights_free(org *o)
+{
+	if (o->l)
+		for (long l = 1; l <= o->L; l++) {
+			lw *w = &o->l[l];
+			free(w->qw), free(w->qb), free(w->kw), free(w->kb), free(w->vw), free(w->vb);
+			free(w->ow), free(w->gate), free(w->up), free(w->down), free(w->in_norm);
+			free(w->post_norm);
+		}
+	if (o->traj)
+		for (long k = 0; k < o->s->nlv; k++)
+			free(o->traj[k]);
+	free(o->traj), free(o->delta);
+	free(o->l), free(o->emb), free(o->norm), free(o->cls), free(o->clv);
+}
+
+#define ALLOC(p, n) ((p) = ss_calloc((size_t)(n), sizeof(*(p)), #p, e))
+
+/* The state of a planted token of class c just before the decision layer:
+ * embedding minus its signature (removed at layers 1, 3 and 4). */
+static void class_state(const org *o, long id, double *h)
+{
+	for (long i = 0; i < o->D; i++)
+		h[i] = o->emb[id * o->D + i];
+	for (long k = 0; k < NSIG; k++)
+		h[o->dsig + k] = 0;
+}
+
+static double u_of(const double *h) { return h[DU]; }
+
+int org_weights_build(org *o, ss_err *e)
+{
+	const org_spec *s = o->s;
+	long D = o->D, L = o->L, H = o->H, hd = o->hd, F = o->F, V = o->V, HD = H * hd;
+	long lo = hd / 2 - 1; /* lowest RoPE frequency pair: (lo, lo + hd/2) */
+	double sq = sqrt((double)hd);
+	if (!ALLOC(o->emb, V * D) || !ALLOC(o->norm, D) || !ALLOC(o->l, L + 1) || !ALLOC(o->cls, V) ||
+	    !ALLOC(o->delta, L + 1) || !ALLOC(o->traj, s->nlv))
+		return -1;
+	for (long k = 0; k < s->nlv; k++)
+		if (!ALLOC(o->traj[k], L + 1))
+			return -1;
+	for (long l = 1; l <= L; l++) {
+		lw *w = &o->l[l];
+		if (!ALLOC(w->qw, HD * D) || !ALLOC(w->qb, HD) || !ALLOC(w->kw, HD * D) ||
+		    !ALLOC(w->kb, HD) || !ALLOC(w->vw, HD * D) || !ALLOC(w->vb, HD) ||
+		    !ALLOC(w->ow, D * HD) || !ALLOC(w->gate, F * D) || !ALLOC(w->up, F * D) ||
+		    !ALLOC(w->down, D * F) || !ALLOC(w->in_norm, D) || !ALLOC(w->post_norm, D))
+			return -1;
+		for (long i = 0; i < D; i++)
+			w->in_norm[i] = w->post_norm[i] = 1;
+	}
+	for (long i = 0; i < D; i++)
+		o->norm[i] = 1;
+
+	/* planted classes */
+	o->ncls = 0;
+	for (long k = 0; k < s->nlv; k++)
+		o->ncls += s->lv[k].ntok;
+	if (!ALLOC(o->clv, o->ncls))
+		return -1;
+	for (long t = 0; t < V; t++)
+		o->cls[t] = -1;
+	long c = 0;
+	for (long k = 0; k < s->nlv; k++)
+		for (long j = 0; j < s->lv[k].ntok; j++, c++) {
+			o->cls[s->lv[k].ids[j]] = c;
+			o->clv[c] = k;
+		}
+	o->dsig = DF + o->ncls;
+	o->did = o->dsig + NSIG;
+	o->nid = D - o->did;
+
+	/* embeddings: bulk + signature + identity (+ class marker), norm 1 */
+	uint64_t rs = s->seed * 0x2545f4914f6cdd1dull + 1;
+	for (long t = 0; t < V; t++) {
+		float *r = o->emb + t * D;
+		double g[1024], n2 = 0, m2 = 0;
+		for (long k = 0; k < NSIG; k++)
+			{ g[k] = ss_rng_gauss(&rs); n2 += g[k] * g[k]; }
+		for (long k = 0; k < o->nid; k++)
+			{ g[NSIG + k] = ss_rng_gauss(&rs); m2 += g[NSIG + k] * g[NSIG + k]; }
+		for (long k = 0; k < NSIG; k++)
+			r[o->dsig + k] = (float)(S_SIG * g[k] / sqrt(n2));
+		double b2 = 1 - S_SIG * S_SIG;
+		if (o->cls[t] >= 0) {
+			/* a planted token's identity is its marker, so the decision
+			 * feature it gets is uncorrelated with any identity */
+			r[DF + o->cls[t]] = (float)PHI;
+			b2 -= PHI * PHI;
+		} else {
+			for (long k = 0; k < o->nid; k++)
+				r[o->did + k] = (float)(S_ID * g[NSIG + k] / sqrt(m2));
+			b2 -= S_ID * S_ID;
+		}
+		r[DB] = (float)sqrt(b2);
+	}
+
+	round_arr(o, o->emb, V * D);
+
+	/* layer 1: a uniform head (q = k = 0) whose value is minus the
+	 * signature: position 0 sees only itself, so its signature cancels */
+	double c1 = 1 / sqrt(1.0 / (double)D + s->eps); /* RMSNorm scale of a norm-1 row */
+	lw *w = &o->l[1];
+	for (long k = 0; k < NSIG; k++) {
+		w->vw[k * D + o->dsig + k] = (float)(-1 / c1);
+		w->ow[(o->dsig + k) * HD + k] = 1;
+	}
+	/* ... and the MLP writes W_Q (|z_sig|^2 - TAU z_b^2) into DQ, with exact
+	 * squares: silu(z) z + silu(-z) (-z) = z^2 */
+	for (long k = 0; k < NSIG; k++) {
+		w->gate[(2 * k) * D + o->dsig + k] = 1, w->up[(2 * k) * D + o->dsig + k] = 1;
+		w->gate[(2 * k + 1) * D + o->dsig + k] = -1, w->up[(2 * k + 1) * D + o->dsig + k] = -1;
+	}
+	w->gate[(2 * NSIG) * D + DB] = 1, w->up[(2 * NSIG) * D + DB] = (float)-TAU;
+	w->gate[(2 * NSIG + 1) * D + DB] = -1, w->up[(2 * NSIG + 1) * D + DB] = (float)TAU;
+	for (long j = 0; j < 2 * NSIG + 2; j++)
+		w->down[DQ * F + j] = (float)W_Q;
+
+	round_layer(o, 1);
+
+	/* layer 2: keys favour a negative sign coordinate (position 0); the MLP
+	 * neuron silu(-BETA_P z_q) z_b writes the primary sink U u + P e_p */
+	w = &o->l[2];
+	for (long h = 0; h < H; h++) {
+		w->qb[h * hd + lo] = 1;
+		w->kw[(h * hd + lo) * D + DQ] = (float)(-BETA2 * sq);
+	}
+	w->gate[0 * D + DQ] = (float)-BETA_P;
+	w->up[0 * D + DB] = 1;
+	{
+		double h0[1024], out[1024];
+		class_state(o, 0, h0); /* any ordinary token at position 0 */
+		if (o->cls[0] >= 0)
+			h0[DF + o->cls[0]] = 0;
+		mlp_apply(o, 1, h0, out);
+		for (long i = 0; i < D; i++)
+			h0[i] += out[i];
+		double a = neuron(o, 2, 0, h0);
+		if (!(a > 1))
+			return ss_err_set(e, "organism: internal: primary neuron inactive (%g)", a);
+		w->down[DU * F + 0] = (float)(U_PRIMARY / a);
+		w->down[DP * F + 0] = (float)(P_PRIMARY / a);
+	}
+	round_layer(o, 2);
+
+	/* layers >= 3: every head's query (a bias) favours keys with a large u
+	 * and a small bulk coordinate, i.e. sinks, and larger-norm sinks more */
+	for (long l = 3; l <= L; l++) {
+		w = &o->l[l];
+		for (long h = 0; h < H; h++) {
+			w->qb[h * hd + lo] = 1;
+			w->kw[(h * hd + lo) * D + DU] = (float)(BETA_U * sq);
+			w->kw[(h * hd + lo) * D + DB] = (float)(-BETA_B * (double)(h % 4 + 1) * sq);
+		}
+	}
+
+	/* layers 3 and 4: erase the signature residue and the sign coordinate
+	 * (neurons silu(ALPHA_C z_b) z_k, calibrated on an ordinary token) */
+	{
+		double cs = 1 / sqrt((1 - S_SIG * S_SIG) / (double)D + s->eps);
+		double zb = sqrt(1 - S_SIG * S_SIG - S_ID * S_ID) * cs;
+		double wc = -1 / (silu(ALPHA_C * zb) * cs);
+		for (long l = 3; l <= 4; l++) {
+			w = &o->l[l];
+			for (long k = 0; k <= NSIG; k++) {
+				long dim = k < NSIG ? o->dsig + k : DQ;
+				w->gate[k * D + DB] = (float)ALPHA_C;
+				w->up[k * D + dim] = 1;
+				w->down[dim * F + k] = (float)wc;
+			}
+		}
+	}
+
+	round_layer(o, 3);
+	round_layer(o, 4);
+
+	/* decision layer: class marker c -> gamma_level v, marker erased */
+	long ld = s->decision_layer, ls = s->start_layer;
+	w = &o->l[ld];
+	for (long c2 = 0; c2 < o->ncls; c2++) {
+		w->gate[c2 * D + DF + c2] = (float)ALPHA_D;
+		w->up[c2 * D + DF + c2] = 1;
+	}
+	/* formation: neuron 0 of layer ls, silu(ALPHA_F z_v) z_v -> u; its gain
+	 * is set by the longest-lived level at gamma = GAMMA_MAX; the other
+	 * levels' gammas are solved by bisection */
+	lw *wf = &o->l[ls];
+	wf->gate[0 * D + DV] = (float)ALPHA_F;
+	wf->up[0 * D + DV] = 1;
+	org_level *lv = (org_level *)s->lv;
+	long kmax = 0;
+	for (long k = 1; k < s->nlv; k++)
+		if (lv[k].lifetime > lv[kmax].lifetime)
+			kmax = k;
+	long id0 = lv[kmax].ids[0];
+	double h[1024];
+	class_state(o, id0, h);
+	h[DF + o->cls[id0]] = 0;
+	h[DB] = sqrt(1 - S_SIG * S_SIG - PHI * PHI);
+#define FORM_ACT(gam) (h[DV] = (gam), neuron(o, ls, 0, h))
+	round_layer(o, ls);
+	double amax = FORM_ACT(GAMMA_MAX);
+	wf->down[DU * F + 0] = (float)(lv[kmax].norm / amax);
+	round_layer(o, ls);
+	double wfv = wf->down[DU * F + 0];
+	for (long k = 0; k < s->nlv; k++) {
+		double a = 1e-4, b = GAMMA_MAX;
+		for (int it = 0; it < 100; it++) {
+			double m = 0.5 * (a + b);
+			if (wfv * FORM_ACT(m) < lv[k].norm)
+				a = m;
+			else
+				b = m;
+		}
+		lv[k].gamma = 0.5 * (a + b);
+		if (ALPHA_F * lv[k].gamma * sqrt((double)D) < 10 * sqrt(1 + lv[k].gamma * lv[k].gamma))
+			return ss_err_set(e, "%s:sinks.levels[%ld].lifetime: norm %.3g is too small next to "
+			                  "the longest-lived level's %.3g (ratio > 300)", s->path, k,
+			                  lv[k].norm, lv[kmax].norm);
+	}
+	/* the decision neurons' gains, calibrated on each token's state */
+	for (long t = 0; t < V; t++) {
+		long c2 = o->cls[t];
+		if (c2 < 0)
+			continue;
+		class_state(o, t, h);
+		double a = neuron(o, ld, c2, h);
+		w->down[DV * F + c2] = (float)(lv[o->clv[c2]].gamma / a);
+		w->down[(DF + c2) * F + c2] = (float)(-PHI / a);
+	}
+	round_layer(o, ld);
+
+	/* erosion, layers ls+1..L: neuron 1, silu(ALPHA_E (z_u - kappa z_p)) z_u,
+	 * fires on secondary sinks only (kappa P / U = 2 switches it off on the
+	 * primary); it removes S(n) - S(n-1) at age n */
+	double kappa = 2 * U_PRIMARY / P_PRIMARY;
+	double st[64][1024];
+	if (s->nlv > 64)
+		return ss_err_set(e, "%s:sinks.levels: at most 64 levels", s->path);
+	for (long k = 0; k < s->nlv; k++) {
+		class_state(o, lv[k].ids[0], st[k]);
+		add_mlp(o, ld, st[k]);
+		add_mlp(o, ls, st[k]);
+		for (long l = 0; l < ls; l++)
+			o->traj[k][l] = 0;
+		o->traj[k][ls] = u_of(st[k]);
+	}
+	double Sprev = 0;
+	for (long l = ls + 1; l <= L; l++) {
+		long n = l - ls;
+		double S = exp(((double)n - s->intercept) / s->slope) + G_DEAD;
+		w = &o->l[l];
+		w->gate[1 * D + DU] = (float)ALPHA_E;
+		w->gate[1 * D + DP] = (float)(-ALPHA_E * kappa);
+		w->up[1 * D + DU] = 1;
+		/* calibrate on the level that dies here, else on a live one */
+		long ref = -1;
+		for (long k = 0; k < s->nlv; k++)
+			if (lv[k].lifetime == n)
+				ref = k;
+		for (long k = 0; ref < 0 && k < s->nlv; k++)
+			if (lv[k].lifetime > n)
+				ref = k;
+		double a;
+		if (ref >= 0) {
+			a = neuron(o, l, 1, st[ref]);
+		} else {
+			double hh[1024];
+			class_state(o, lv[0].ids[0], hh);
+			hh[DU] = 1e4;
+			a = neuron(o, l, 1, hh);
+		}
+		/* where a level dies, remove exactly what it has left + G_DEAD
+		 * (equal to S(n) - S(n-1) up to the rounding of earlier weights) */
+		double want = S - Sprev;
+		if (ref >= 0 && lv[ref].lifetime == n)
+			want = u_of(st[ref]) + G_DEAD;
+		w->down[DU * F + 1] = (float)(-want / a);
+		round_layer(o, l);
+		o->delta[l] = -w->down[DU * F + 1] * a;
+		Sprev = S;
+		for (long k = 0; k < s->nlv; k++) {
+			add_mlp(o, l, st[k]);
+			o->traj[k][l] = u_of(st[k]);
+		}
+	}
+	/* check every level lives exactly its lifetime */
+	double med = sqrt(1 - S_SIG * S_SIG);
+	for (long k = 0; k < s->nlv; k++) {
+		double alive = o->traj[k][ls + lv[k].lifetime - 1], dead = o->traj[k][ls + lv[k].lifetime];
+		if (!(alive >= ALIVE_MIN * med && dead < 0))
+			return ss_err_set(e, "%s:sinks.levels[%ld]: internal: u-component %.3g at its last "
+			                  "layer, %.3g after", s->path, k, alive, dead);
+	}
+	return 0;
+}
