@@ -5,31 +5,39 @@
 #include <jansson.h>
 #include <stdarg.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* The architecture table: everything that differs between the supported
- * architectures.  Flags read from config.json (attention_bias, mlp_bias,
- * sliding_window, ...) are applied on top where the architecture honours them. */
+ * architectures, one row each; a flag left out is 0.  Flags read from
+ * config.json (attention_bias, mlp_bias, sliding_window, ...) are applied
+ * on top where the architecture honours them (config_load). */
+enum window_rule {
+	WINDOW_NONE = 0, /* no sliding window */
+	WINDOW_KEY,      /* "sliding_window": the window (absent or null: none) */
+	WINDOW_REFUSED,  /* "use_sliding_window": true is refused (Qwen2 and Qwen3
+	                    checkpoints give sliding_window but leave it off) */
+};
 typedef struct arch_row {
-	const char *name;
-	int qkv_bias;      /* always has q/k/v biases */
-	int qk_norm;
-	int fused;         /* qkv_proj and gate_up_proj */
-	int attn_bias_key; /* honours "attention_bias" (q/k/v/o biases) */
-	int mlp_bias_key;  /* honours "mlp_bias" */
-	int window_key;    /* 1: "sliding_window"; 2: only with "use_sliding_window" */
-	int partial_rotary;/* honours "partial_rotary_factor" */
+	const char *name;       /* "architectures"[0] of config.json */
+	int qkv_bias;           /* always has q/k/v biases */
+	int qk_norm;            /* per-head RMSNorm of q and k (q_norm, k_norm) */
+	int fused;              /* qkv_proj and gate_up_proj */
+	int attn_bias_key;      /* honours "attention_bias" (q/k/v/o biases) */
+	int mlp_bias_key;       /* honours "mlp_bias" */
+	enum window_rule window;
+	int partial_rotary;     /* honours "partial_rotary_factor" */
 } arch_row;
 
 static const arch_row arch_table[] = {
-	{"LlamaForCausalLM",   0, 0, 0, 1, 1, 0, 0},
-	{"MistralForCausalLM", 0, 0, 0, 0, 0, 1, 0},
-	{"Qwen2ForCausalLM",   1, 0, 0, 0, 0, 2, 0},
-	{"Qwen3ForCausalLM",   0, 1, 0, 1, 0, 2, 0},
-	{"Phi3ForCausalLM",    0, 0, 1, 0, 0, 1, 1},
+	{.name = "LlamaForCausalLM", .attn_bias_key = 1, .mlp_bias_key = 1},
+	{.name = "MistralForCausalLM", .window = WINDOW_KEY},
+	{.name = "Qwen2ForCausalLM", .qkv_bias = 1, .window = WINDOW_REFUSED},
+	{.name = "Qwen3ForCausalLM", .qk_norm = 1, .attn_bias_key = 1, .window = WINDOW_REFUSED},
+	{.name = "Phi3ForCausalLM", .fused = 1, .window = WINDOW_KEY, .partial_rotary = 1},
 };
 #define N_ARCH (sizeof arch_table / sizeof arch_table[0])
 
@@ -43,9 +51,21 @@ static const arch_row *arch_find(const char *name)
 
 int config_arch_supported(const char *arch) { return arch_find(arch) != NULL; }
 
+/* the table's names, joined once */
+static char arch_names[64 * N_ARCH];
+static pthread_once_t arch_names_once = PTHREAD_ONCE_INIT;
+static void arch_names_join(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < N_ARCH; i++)
+		n += (size_t)snprintf(arch_names + n, sizeof arch_names - n, "%s%s", i ? ", " : "",
+		                      arch_table[i].name);
+}
+
 const char *config_arch_list(void)
 {
-	return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM";
+	pthread_once(&arch_names_once, arch_names_join);
+	return arch_names;
 }
 
 /* Field readers: absent (or null, when allowed) gives the default. */
@@ -236,10 +256,10 @@ int config_load(ss_config *c, const char *dir, ss_err *e)
 	}
 	if (A->mlp_bias_key && get_bool(o, path, "mlp_bias", 0, &c->mlp_bias, e) < 0)
 		goto done;
-	if (A->window_key == 1) {
+	if (A->window == WINDOW_KEY) {
 		if (get_long(o, path, "sliding_window", 0, 0, &c->sliding_window, e) < 0)
 			goto done;
-	} else if (A->window_key == 2) {
+	} else if (A->window == WINDOW_REFUSED) {
 		if (get_bool(o, path, "use_sliding_window", 0, &b, e) < 0)
 			goto done;
 		if (b) {
