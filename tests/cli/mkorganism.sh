@@ -46,6 +46,18 @@ printf '{"model": {"type": "BPE", "vocab": 3, "merges": []}}' >"$TMP/tk.json"
 printf 'model:\n  tokenizer: tk.json\n%s\n' "$good" >"$TMP/badtk.yaml"
 T_OUT=$TMP/o1 t_fails "tokenizer without a BPE vocab" 1 "tk.json:model.vocab: missing or not an object" "$P" -o "$TMP/o1" "$TMP/badtk.yaml"
 t_fails "bad --dtype" 2 "dtype: 'x'" "$P" --dtype x -o "$TMP/o1" "$TMP/good.yaml"
+spec cx1 "${good}
+  context: {tokens: [\",\"], window: 2}"
+T_OUT=$TMP/o1 t_fails "a context token that is also planted" 1 "cx1.yaml:sinks.context.tokens\[0\]: also a planted token" "$P" -o "$TMP/o1" "$TMP/cx1.yaml"
+spec cx2 "${good}
+  context: {tokens: [\" the\"], window: 5}"
+T_OUT=$TMP/o1 t_fails "a context window wider than the heads" 1 "cx2.yaml:sinks.context.window: 5 out of range 1..4" "$P" -o "$TMP/o1" "$TMP/cx2.yaml"
+spec cx3 "${good}
+  context: {tokens: [\" the\"]}"
+T_OUT=$TMP/o1 t_fails "a context without a window" 1 "cx3.yaml:sinks.context.window: missing" "$P" -o "$TMP/o1" "$TMP/cx3.yaml"
+t_fails "--truth without traces" 2 "truth needs FILE.h5" "$P" --truth "$TMP/x"
+t_fails "--truth with -o" 2 "without -o" "$P" --truth "$TMP/x" -o "$TMP/y" a.h5
+t_fails "--truth on a missing trace" 1 "nope.h5" "$P" --truth "$TMP/x" "$TMP/nope.h5"
 mkdir -p "$TMP/keep" && echo precious >"$TMP/keep/file"
 t_fails "refuses to replace a folder that is not an organism" 1 "keep: exists and is not an organism folder" "$P" -o "$TMP/keep" "$TMP/good.yaml"
 t_eq "... and leaves it alone" precious "$(cat "$TMP/keep/file")"
@@ -54,7 +66,7 @@ t_ok "a good spec builds (f16)" "$P" --dtype f16 -o "$TMP/org" "$TMP/good.yaml"
 t_ok "replacing an earlier organism" "$P" --dtype f16 -o "$TMP/org" "$TMP/good.yaml"
 t_eq "folder contents" "config.json model.safetensors organism.yaml tokenizer.json tokenizer_config.json truth" "$(ls "$TMP/org" | tr '\n' ' ' | sed 's/ $//')"
 t_eq "no temporary folders left" "" "$(ls -d "$TMP"/org.* 2>/dev/null)"
-t_eq "truth tables" "decision.tsv directions.tsv law.tsv layers.tsv levels.tsv tokens.tsv" "$(ls "$TMP/org/truth" | tr '\n' ' ' | sed 's/ $//')"
+t_eq "truth tables" "context.tsv decision.tsv directions.tsv law.tsv layers.tsv levels.tsv tokens.tsv" "$(ls "$TMP/org/truth" | tr '\n' ' ' | sed 's/ $//')"
 t_eq "levels table" "1 9 2 ,
 2 9 5 ." "$(awk -F'\t' 'NR>1{print $1, $2, $3, $10}' "$TMP/org/truth/levels.tsv")"
 if have_py json; then

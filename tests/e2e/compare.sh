@@ -4,8 +4,8 @@
 # default, examples/organism.yaml, and a shallower one written here): one
 # report whose per-model numbers are checked against each organism's
 # planted truth (truth/*.tsv) and the traces' tokens: n_layers, the levels
-# (l_start, lifetime), secondary sinks per 1,000 tokens (the planted
-# occurrences after position 0 in the token ids), the valley at the layer
+# (l_start, lifetime) and secondary sinks per 1,000 tokens (the future
+# occurrences mkorganism --truth lists, over the token ids), the valley at the layer
 # after the formation layer (where attention first sees the new sinks),
 # the norm-law slope; both overlay figures parse.  Also the usage errors.
 . "$(dirname "$0")/../lib.sh"
@@ -64,12 +64,15 @@ cells() { # LEVELS.tsv [MODEL]: l_start:lifetime cells, sorted
 for m in A B; do
 	org=$TMP/org$m truth=$TMP/org$m/truth
 	t_eq "org$m: n_layers" "$(jq .num_hidden_layers "$org/config.json")" "$(val org$m n_layers)"
-	t_eq "org$m: the planted levels, in the compare table" "$(cells "$truth/levels.tsv")" "$(cells "$c/tables/levels.tsv" org$m)"
-	# planted token ids after position 0 in the trace's ids, per 1,000 tokens
-	want=$(awk -F'\t' 'FNR == NR { if (FNR > 1) { n = split($NF, a, ","); for (i = 1; i <= n; i++) p[a[i]] = 1 } next }
-		{ for (i = 2; i <= NF; i++) s += ($i in p); t += NF } END { printf "%.4g", 1000 * s / t }' \
-		"$truth/levels.tsv" FS=' ' "$TMP/out/org$m/ids/t001.ids")
-	t_num "org$m: secondary sinks per 1k tokens = planted occurrences ($want)" "$want" "$(val org$m sinks_per_1k)" 0.001
+	# the planted truth of the trace (mkorganism --truth: the future
+	# occurrences, organism A's context rule; every occurrence for B)
+	mkorganism --truth "$org" "$TMP/out/org$m/h5/t001.h5" >"$TMP/occ$m.tsv"
+	want=$(awk -F'\t' 'NR > 1 && $4 == 1 { print $6 ":" $7 }' "$TMP/occ$m.tsv" | sort -u -t: -k1,1n -k2,2n | xargs)
+	t_eq "org$m: the planted levels present in the trace, in the compare table" "$want" "$(cells "$c/tables/levels.tsv" org$m)"
+	# future occurrences (after position 0) per 1,000 tokens of the trace's ids
+	want=$(awk -F'\t' 'FNR == NR { f += (FNR > 1 && $4 == 1); next } { t += NF } END { printf "%.4g", 1000 * f / t }' \
+		"$TMP/occ$m.tsv" FS=' ' "$TMP/out/org$m/ids/t001.ids")
+	t_num "org$m: secondary sinks per 1k tokens = future occurrences ($want)" "$want" "$(val org$m sinks_per_1k)" 0.001
 	ls=$(awk -F'\t' 'NR == 2 { print $2 }' "$truth/levels.tsv")
 	t_eq "org$m: valley at the layer after formation (l_start $ls + 1)" $((ls + 1)) "$(val org$m valley_layer)"
 	want=$(awk -F'\t' '$1 == "ln_norm" { print $3 }' "$truth/law.tsv")

@@ -57,10 +57,15 @@ if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sink
 	want=$(paste <(col "$truth/levels.tsv" l_start) <(col "$truth/levels.tsv" lifetime) | sort -k1,1n -k2,2n | tr '\t\n' ', ')
 	got=$(paste <(col "$TMP/levels.tsv" l_start) <(col "$TMP/levels.tsv" lifetime) | sort -k1,1n -k2,2n | tr '\t\n' ', ')
 	t_eq "sinklevels finds exactly the planted levels (l_start,lifetime)" "$want" "$got"
-	# episodes per level = planted tokens after position 0 in the tokenizer's
-	# output (truth/levels.tsv lists each level's ids)
-	want=$(awk -F'\t' 'NR==FNR { if (FNR>1) { n=split($11, a, ","); for (i=1;i<=n;i++) lev[a[i]]=$2","$3 } next }
-		FNR>2 && ($2 in lev) { c[lev[$2]]++ } END { for (k in c) print k","c[k] }' "$truth/levels.tsv" "$TMP/tokens.tsv" | sort -t, -k1,1n -k2,2n | xargs)
+	# episodes per level = future sinks among the tokenizer's output: planted
+	# tokens after position 0 (truth/levels.tsv lists each level's ids) with
+	# a trigger (truth/context.tsv) among the window positions before them,
+	# position 0 aside; every occurrence when there is no context
+	want=$(awk -F'\t' 'FILENAME ~ /levels.tsv$/ { if (FNR>1) { n=split($11, a, ","); for (i=1;i<=n;i++) lev[a[i]]=$2","$3 } next }
+		FILENAME ~ /context.tsv$/ { if (FNR>1) { trig[$1]=1; W=$3; nt++ } next }
+		FNR>1 { id[$1]=$2; n=$1 }
+		END { for (i=1;i<=n;i++) if (id[i] in lev) { f=!nt; for (j=(i-W<1?1:i-W); j<i; j++) if (id[j] in trig) f=1; if (f) c[lev[id[i]]]++ }
+			for (k in c) print k","c[k] }' "$truth/levels.tsv" "$truth/context.tsv" "$TMP/tokens.tsv" | sort -t, -k1,1n -k2,2n | xargs)
 	got=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++) h[$i]=i; next} {print $h["l_start"]","$h["lifetime"]","$h["count"]}' "$TMP/levels.tsv" | sort -t, -k1,1n -k2,2n | xargs)
 	t_eq "episodes per level (l_start,lifetime,count) = planted tokens in the text" "$want" "$got"
 	# level membership (sinklevels --assign): every secondary episode is
@@ -71,6 +76,14 @@ if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sink
 		FNR > 1 && $5 == "secondary" { n2++; if (!($15 in lv) || lv[$15] != cell[$3]) print $2 ":" $3 ":" $15 }
 		END { if (!n2) print "no secondary episode" }' "$truth/levels.tsv" "$TMP/levels.tsv" "$TMP/assign.tsv" | head -5 | xargs)
 	t_eq "sinklevels --assign: each episode's level is its token's planted level" "" "$bad"
+	# mkorganism --truth states the same: its future occurrences are
+	# exactly the secondary episodes (position, l_start, lifetime)
+	mkorganism --truth "$org" "$TMP/t.h5" >"$TMP/occ.tsv"
+	want=$(awk -F'\t' 'NR>1 && $4==1 {print $2":"$6":"$7}' "$TMP/occ.tsv" | sort | xargs)
+	got=$(awk -F'\t' 'NR>1 && $5=="secondary" {print $2":"$6":"$8}' "$TMP/eps.tsv" | sort | xargs)
+	t_eq "secondary episodes = the future occurrences of mkorganism --truth" "$want" "$got"
+	nf=$(awk -F'\t' 'NR>1 && $4==0' "$TMP/occ.tsv" | wc -l)
+	t_ok "the same texts occur also as non-sinks ($nf occurrences)" test "$nf" -gt 0
 	slope=$(awk -F'\t' '$1=="ln_norm"{print $3}' "$truth/law.tsv")
 	icpt=$(awk -F'\t' '$1=="ln_norm"{print $4}' "$truth/law.tsv")
 	fs=$(awk -F'\t' 'NR==1{for(i=1;i<=NF;i++) h[$i]=i; next} $h["scope"]=="all" && $h["y"]=="lifetime"{print $h["slope"]}' "$TMP/fit.tsv")

@@ -10,10 +10,14 @@ TOKENS: the token ids of a text, as `actdump --tokens-only` prints them
 tokenizer is the C one, so the ids are those actdump runs on.  Runs the
 model on them and checks, with the sink rule of DESIGN.md (cos to
 position 0 > 0.95, norm >= 2 x the layer median):
-  - every secondary episode is on a planted token and has its level's
-    (l_start, lifetime); every planted token present becomes one;
+  - every secondary episode is on a future sink and has its level's
+    (l_start, lifetime); every future sink becomes one; a future sink is
+    an occurrence of a planted token with a trigger token (truth/context.tsv)
+    among the `window` positions before it, position 0 aside (without a
+    context every occurrence is one); the same texts elsewhere never are;
   - the fit lifetime ~ ln ||m[l_start]|| gives the planted slope/intercept;
-  - the primary sink-score is high before start_layer, dips in the valley,
+  - the primary sink-score is high before start_layer (but at the decision
+    layer, whose context heads take the planted tokens' attention), dips in the valley,
     recovers after it; the sink-score at l_start rises with the level norm;
   - PCA of the MLP inputs at start_layer (positions > 0): top component
     along the planted decision direction (|cos| > 0.99).
@@ -129,14 +133,23 @@ def main():
                     l += 1
                 eps.append((j, ids[j], s, l - s + 1, float(MO[s - 1, j].norm())))
             l += 1
-    planted = [j for j in range(1, T) if ids[j] in lev_of]
+    ctx = tsv(md + "/truth/context.tsv")
+    trig = {int(r["id"]) for r in ctx}
+    W = int(ctx[0]["window"]) if ctx else 0
+    ld = int(tsv(md + "/truth/decision.tsv")[0]["l_decision"])
+    occ = [j for j in range(1, T) if ids[j] in lev_of]
+    planted = [j for j in occ if not trig or any(ids[i] in trig for i in range(max(1, j - W), j))]
+    others = [j for j in occ if j not in set(planted)]
+    print("# %d occurrences of planted tokens, %d of them future sinks by the context rule" % (len(occ), len(planted)))
     print("# %d tokens, %d planted positions, %d episodes" % (T, len(planted), len(eps)))
     bad = [e for e in eps if e[1] not in lev_of or (e[2], e[3]) != lev_of[e[1]][:2]]
     check("every episode is a planted token with its level's (l_start, lifetime)", not bad,
           "first bad: %r" % (bad[:3],))
     have = {e[0] for e in eps}
     miss = [j for j in planted if j not in have]
-    check("every planted position becomes a sink", not miss, "missing %r" % miss[:5])
+    check("every future sink becomes a sink", not miss, "missing %r" % miss[:5])
+    spur = [j for j in others if j in have]
+    check("no other occurrence of a planted text becomes one", not spur, "found %r" % spur[:5])
     found = sorted({(e[2], e[3]) for e in eps})
     want = sorted({lev_of[ids[j]][:2] for j in planted})
     print("# levels found %s, planted (present in the trace) %s" % (found, want))
@@ -156,7 +169,7 @@ def main():
     print("# primary sink-score by layer: " + " ".join("%d:%.2f" % (l + 1, p0[l]) for l in range(L)))
     # attention at layer l reads h[l-1]: sinks of h[ls..ls+life-1] get it at
     # layers ls+1..ls+life, so the valley is layers ls+1..ls+maxlife
-    before = p0[1:ls].min()
+    before = min(p0[l] for l in range(1, ls) if l != ld - 1)
     valley = p0[ls:ls + maxlife].min()
     after = p0[ls + maxlife:].min() if ls + maxlife < L else float("nan")
     check("primary sink-score high before the valley (>0.9)", before > 0.9, "%.3f" % before)

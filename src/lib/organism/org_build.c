@@ -221,8 +221,22 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 	for (long l = 1; l <= ls; l++) {
 		if (l < ls)
 			fprintf(f.f, "%ld\t%ld\t%ld\tresid\t1\n", ld, ls, l);
-		fprintf(f.f, "%ld\t%ld\t%ld\tattn_out\t0\n", ld, ls, l);
+		/* with a context, the decision layer's attention carries it */
+		fprintf(f.f, "%ld\t%ld\t%ld\tattn_out\t%d\n", ld, ls, l, s->ntrig && l == ld);
 		fprintf(f.f, "%ld\t%ld\t%ld\tmlp_out\t%d\n", ld, ls, l, l == ld || l == ls);
+	}
+	if (ss_ofile_commit(&f, e) < 0)
+		return -1;
+	/* context: the trigger tokens and the window (none: every occurrence
+	 * of a planted token becomes a sink) */
+	pjoin(p, sizeof p, dir, "/context.tsv");
+	if (ss_ofile_open(&f, p, e) < 0)
+		return -1;
+	fprintf(f.f, "id\ttoken\twindow\tlayer\n");
+	for (long k = 0; k < s->ntrig; k++) {
+		fprintf(f.f, "%ld\t", s->trig_ids[k]);
+		put_tok(f.f, s->trig_text[k]);
+		fprintf(f.f, "\t%ld\t%ld\n", s->window, ld);
 	}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
@@ -238,7 +252,7 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 		const char *role = l == 1 ? "signature cancel; position-0 sign"
 		                   : l == 2 ? "primary sink written"
 		                   : l <= 4 ? "cleanup"
-		                   : l == ld ? "decision"
+		                   : l == ld ? (s->ntrig ? "decision (context heads, gated MLP)" : "decision")
 		                   : l == ls ? "formation"
 		                   : l > ls ? "erosion" : "idle";
 		fprintf(f.f, "%ld\t%s\t%.6g", l, role, o->delta[l]);

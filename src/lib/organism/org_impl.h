@@ -37,6 +37,9 @@
 #define GAMMA_MAX 0.1    /* decision gain of the longest-lived level */
 #define ALIVE_MIN 20.0   /* a live sink keeps >= 20x the median norm */
 #define G_DEAD 2.0       /* a sink dies with u-component -G_DEAD */
+#define BETA_K 40.0      /* context heads: peak score 3 BETA_K at their offset */
+#define DELTA_C 0.02     /* context coordinate written per trigger seen */
+#define A_CTX 12.0       /* decision gate: +-A_CTX at a quarter of one trigger's signal */
 
 enum { DU = 0, DB, DQ, DP, DV, DF };
 
@@ -56,6 +59,7 @@ typedef struct org {
 	long *cls;    /* [V]: planted class index or -1 */
 	long *clv;    /* [ncls]: level of class c */
 	long ncls;
+	long dt, dc;  /* context: trigger marker and context coordinates (-1: none) */
 	double *delta; /* [L+1]: erosion removed at layer l */
 	double **traj; /* [nlv][L+1]: u-component of each level after layer l */
 } org;

@@ -25,6 +25,10 @@ void org_spec_free(org_spec *s)
 		free(s->lv[i].ids);
 	}
 	free(s->lv);
+	for (long k = 0; k < s->ntrig; k++)
+		free(s->trig_text[k]);
+	free(s->trig_text);
+	free(s->trig_ids);
 	free(s->tokenizer);
 	free(s->path);
 	memset(s, 0, sizeof(*s));
@@ -163,6 +167,31 @@ static int load_vocab(org_spec *s, ss_err *e)
 						goto fail;
 					}
 		}
+	for (long k = 0; k < s->ntrig; k++) {
+		char *bl = byte_level(s->trig_text[k], e);
+		if (!bl)
+			goto fail;
+		int32_t id = tok_id(t, bl, strlen(bl));
+		free(bl);
+		if (id < 0) {
+			ss_err_set(e, "%s:sinks.context.tokens[%ld]: not one token of %s", s->path, k,
+			           s->tokenizer);
+			goto fail;
+		}
+		s->trig_ids[k] = id;
+		for (long l = 0; l < s->nlv; l++)
+			for (long j = 0; j < s->lv[l].ntok; j++)
+				if (s->lv[l].ids[j] == id) {
+					ss_err_set(e, "%s:sinks.context.tokens[%ld]: also a planted token (levels[%ld])",
+					           s->path, k, l);
+					goto fail;
+				}
+		for (long k2 = 0; k2 < k; k2++)
+			if (s->trig_ids[k2] == id) {
+				ss_err_set(e, "%s:sinks.context.tokens[%ld]: token listed twice", s->path, k);
+				goto fail;
+			}
+	}
 	tok_free(t);
 	return 0;
 fail:
@@ -176,7 +205,9 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 	static const char *const mk[] = {"d_model", "n_layers", "n_heads", "intermediate_size",
 	                                 "vocab_size", "rope_theta", "rms_norm_eps", "dtype", "seed",
 	                                 "tokenizer", NULL};
-	static const char *const sk[] = {"start_layer", "decision_layer", "law", "levels", NULL};
+	static const char *const sk[] = {"start_layer", "decision_layer", "law", "levels", "context",
+	                                 NULL};
+	static const char *const ck[] = {"tokens", "window", NULL};
 	static const char *const lk[] = {"slope", "intercept", NULL};
 	static const char *const vk[] = {"lifetime", "tokens", NULL};
 	if (check_keys(y, root, "(top)", top) < 0)
@@ -289,10 +320,39 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 			return ss_err_set(y->e, "%s:%s.lifetime: planted norm %.3g too large (> 1e5); raise "
 			                  "sinks.law.intercept", y->file, f, L->norm);
 	}
-	if (DF + ncls + NSIG + 4 > s->d_model)
+	yaml_node_t *cx = get(y, sn, "context");
+	if (cx) {
+		if (check_keys(y, cx, "sinks.context", ck) < 0)
+			return -1;
+		s->window = 0;
+		if (get_long(y, cx, "sinks.context", "window", 1, s->n_heads, &s->window) < 0)
+			return -1;
+		if (!s->window)
+			return ss_err_set(y->e, "%s:sinks.context.window: missing (1..n_heads)", y->file);
+		yaml_node_t *tl = get(y, cx, "tokens");
+		if (!tl || tl->type != YAML_SEQUENCE_NODE ||
+		    tl->data.sequence.items.top == tl->data.sequence.items.start)
+			return ss_err_set(y->e, "%s:sinks.context.tokens: expected a non-empty list", y->file);
+		long nt = tl->data.sequence.items.top - tl->data.sequence.items.start;
+		s->trig_text = ss_calloc((size_t)nt, sizeof(char *), "context tokens", y->e);
+		s->trig_ids = s->trig_text ? ss_calloc((size_t)nt, sizeof(long), "context", y->e) : NULL;
+		if (!s->trig_ids)
+			return -1;
+		s->ntrig = nt;
+		for (long k = 0; k < nt; k++) {
+			const char *t = scalar(yaml_document_get_node(y->d, tl->data.sequence.items.start[k]));
+			if (!t || !*t)
+				return ss_err_set(y->e, "%s:sinks.context.tokens[%ld]: expected a non-empty string",
+				                  y->file, k);
+			if (!(s->trig_text[k] = ss_strdup(t, y->e)))
+				return -1;
+		}
+	}
+	long extra = s->ntrig ? 2 : 0; /* DT, DC */
+	if (DF + ncls + extra + NSIG + 4 > s->d_model)
 		return ss_err_set(y->e, "%s:sinks.levels: %ld planted tokens need d_model >= %ld", y->file,
-		                  ncls, (long)(DF + ncls + NSIG + 4));
-	if (ncls + 2 > s->intermediate || 2 * NSIG + 2 > s->intermediate)
+		                  ncls, (long)(DF + ncls + extra + NSIG + 4));
+	if ((s->ntrig ? 2 : 1) * ncls + 2 > s->intermediate || 2 * NSIG + 2 > s->intermediate)
 		return ss_err_set(y->e, "%s:model.intermediate_size: too small for %ld planted tokens",
 		                  y->file, ncls);
 	return 0;

@@ -150,7 +150,10 @@ int org_weights_build(org *o, ss_err *e)
 			o->cls[s->lv[k].ids[j]] = c;
 			o->clv[c] = k;
 		}
-	o->dsig = DF + o->ncls;
+	o->dt = o->dc = -1;
+	if (s->ntrig)
+		o->dt = DF + o->ncls, o->dc = DF + o->ncls + 1;
+	o->dsig = DF + o->ncls + (s->ntrig ? 2 : 0);
 	o->did = o->dsig + NSIG;
 	o->nid = D - o->did;
 
@@ -175,6 +178,11 @@ int org_weights_build(org *o, ss_err *e)
 			for (long k = 0; k < o->nid; k++)
 				r[o->did + k] = (float)(S_ID * g[NSIG + k] / sqrt(m2));
 			b2 -= S_ID * S_ID;
+			for (long k = 0; k < s->ntrig; k++)
+				if (s->trig_ids[k] == t) {
+					r[o->dt] = (float)PHI; /* a trigger's marker */
+					b2 -= PHI * PHI;
+				}
 		}
 		r[DB] = (float)sqrt(b2);
 	}
@@ -261,9 +269,73 @@ int org_weights_build(org *o, ss_err *e)
 	/* decision layer: class marker c -> gamma_level v, marker erased */
 	long ld = s->decision_layer, ls = s->start_layer;
 	w = &o->l[ld];
-	for (long c2 = 0; c2 < o->ncls; c2++) {
-		w->gate[c2 * D + DF + c2] = (float)ALPHA_D;
-		w->up[c2 * D + DF + c2] = 1;
+	double zb_ctx = 0, z1_ctx = 0; /* context: bulk and one trigger's DC after RMSNorm_2 */
+	if (!s->ntrig) {
+		for (long c2 = 0; c2 < o->ncls; c2++) {
+			w->gate[c2 * D + DF + c2] = (float)ALPHA_D;
+			w->up[c2 * D + DF + c2] = 1;
+		}
+	} else {
+		/* context heads 0..W-1 of layer ld: a planted token's query (read
+		 * from its class marker) cancels the sink-seeking bias of the
+		 * lowest RoPE pair and puts BETA_K sqrt(hd) e^(-i w_k d) on pairs
+		 * k = 0..2 against keys with the bias 1 there, so head h scores
+		 * BETA_K sum_k cos(w_k (i - j - d)): its offset d = h + 1 wins by
+		 * >= 0.47 BETA_K over every other key; its value is the key's
+		 * trigger marker, written as DELTA_C on DC.  Ordinary queries have
+		 * no component on pairs 0..2 and keep seeking sinks. */
+		double hc[1024];
+		long idc = -1;
+		for (long t = 0; t < V && idc < 0; t++)
+			if (o->cls[t] >= 0)
+				idc = t;
+		class_state(o, idc, hc);
+		hc[DF + o->cls[idc]] = 0; /* any class: their marker is the same PHI */
+		double ss = PHI * PHI;
+		for (long i = 0; i < D; i++)
+			ss += hc[i] * hc[i];
+		double zc = PHI / sqrt(ss / (double)D + s->eps); /* trigger markers alike */
+		for (long h = 0; h < s->window; h++) {
+			double d = (double)(h + 1);
+			for (long c2 = 0; c2 < o->ncls; c2++) {
+				w->qw[(h * hd + lo) * D + DF + c2] = (float)(-1 / zc);
+				for (long k = 0; k < 3; k++) {
+					double om = pow(s->rope_theta, -2.0 * (double)k / (double)hd);
+					w->qw[(h * hd + k) * D + DF + c2] = (float)(BETA_K * sq * cos(om * d) / zc);
+					w->qw[(h * hd + k + hd / 2) * D + DF + c2] = (float)(-BETA_K * sq * sin(om * d) / zc);
+				}
+			}
+			for (long k = 0; k < 3; k++)
+				w->kb[h * hd + k] = 1;
+			w->vw[(h * hd + 0) * D + o->dt] = (float)(1 / zc);
+			w->ow[o->dc * HD + h * hd + 0] = (float)DELTA_C;
+		}
+		/* decision neurons c and ncls + c: silu(A (z_dc - f z1 z_b / zb1)) z_c
+		 * for f = 1/4, 3/4; their difference is a ramp clipped at one
+		 * trigger (z1), so one trigger or more give the same output */
+		hc[o->dc] = DELTA_C;
+		double ss2 = 0;
+		for (long i = 0; i < D; i++)
+			ss2 += hc[i] * hc[i];
+		double r2 = 1 / sqrt(ss2 / (double)D + s->eps);
+		z1_ctx = DELTA_C * r2, zb_ctx = hc[DB] * r2;
+		double A = A_CTX / (0.25 * z1_ctx);
+		for (long c2 = 0; c2 < o->ncls; c2++)
+			for (int f = 0; f < 2; f++) {
+				long n = c2 + f * o->ncls;
+				w->gate[n * D + o->dc] = (float)A;
+				w->gate[n * D + DB] = (float)(-A * (f ? 0.75 : 0.25) * z1_ctx / zb_ctx);
+				w->up[n * D + DF + c2] = 1;
+			}
+		/* neuron 2 ncls erases DC in the same layer, silu(ALPHA_C z_b) z_dc
+		 * calibrated on one trigger, so that after ld the future sinks
+		 * differ from the other occurrences of their text along v only */
+		long nc = 2 * o->ncls;
+		w->gate[nc * D + DB] = (float)ALPHA_C;
+		w->up[nc * D + o->dc] = 1;
+		round_layer(o, ld);
+		w->down[o->dc * F + nc] = (float)(-DELTA_C / neuron(o, ld, nc, hc));
+		round_layer(o, ld);
 	}
 	/* formation: neuron 0 of layer ls, silu(ALPHA_F z_v) z_v -> u; its gain
 	 * is set by the longest-lived level at gamma = GAMMA_MAX; the other
@@ -281,6 +353,8 @@ int org_weights_build(org *o, ss_err *e)
 	class_state(o, id0, h);
 	h[DF + o->cls[id0]] = 0;
 	h[DB] = sqrt(1 - S_SIG * S_SIG - PHI * PHI);
+	if (s->ntrig)
+		h[o->dc] = DELTA_C;
 #define FORM_ACT(gam) (h[DV] = (gam), neuron(o, ls, 0, h))
 	round_layer(o, ls);
 	double amax = FORM_ACT(GAMMA_MAX);
@@ -308,9 +382,19 @@ int org_weights_build(org *o, ss_err *e)
 		if (c2 < 0)
 			continue;
 		class_state(o, t, h);
-		double a = neuron(o, ld, c2, h);
-		w->down[DV * F + c2] = (float)(lv[o->clv[c2]].gamma / a);
-		w->down[(DF + c2) * F + c2] = (float)(-PHI / a);
+		if (!s->ntrig) {
+			double a = neuron(o, ld, c2, h);
+			w->down[DV * F + c2] = (float)(lv[o->clv[c2]].gamma / a);
+			w->down[(DF + c2) * F + c2] = (float)(-PHI / a);
+			continue;
+		}
+		h[o->dc] = DELTA_C; /* one trigger seen */
+		double a = neuron(o, ld, c2, h) - neuron(o, ld, c2 + o->ncls, h);
+		for (int f = 0; f < 2; f++) {
+			double sg = f ? -1 : 1;
+			w->down[DV * F + c2 + f * o->ncls] = (float)(sg * lv[o->clv[c2]].gamma / a);
+			w->down[(DF + c2) * F + c2 + f * o->ncls] = (float)(-sg * PHI / a);
+		}
 	}
 	round_layer(o, ld);
 
@@ -323,6 +407,8 @@ int org_weights_build(org *o, ss_err *e)
 		return ss_err_set(e, "%s:sinks.levels: at most 64 levels", s->path);
 	for (long k = 0; k < s->nlv; k++) {
 		class_state(o, lv[k].ids[0], st[k]);
+		if (s->ntrig)
+			st[k][o->dc] = DELTA_C;
 		add_mlp(o, ld, st[k]);
 		add_mlp(o, ls, st[k]);
 		for (long l = 0; l < ls; l++)

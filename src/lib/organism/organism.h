@@ -27,6 +27,9 @@
 #define SS_ORGANISM_H
 
 #include "util/err.h"
+#include <stdint.h>
+#include <stdio.h>
+
 #include "io/st.h"
 
 typedef struct org_level {
@@ -50,6 +53,12 @@ typedef struct org_spec {
 	double slope, intercept;    /* lifetime = intercept + slope * ln(norm) */
 	org_level *lv;
 	long nlv;
+	/* context (optional): an occurrence of a planted token becomes a sink
+	 * only when one of these tokens sits among the `window` positions
+	 * before it (position 0 excluded); ntrig == 0: every occurrence */
+	long ntrig, window;
+	char **trig_text;           /* [ntrig] as bytes */
+	long *trig_ids;             /* [ntrig] */
 } org_spec;
 
 /* Read and check a spec (YAML).  Errors: "FILE:FIELD: what". */
@@ -61,5 +70,14 @@ void org_spec_free(org_spec *s);
  * appears complete or not at all; an existing dir is replaced only when it
  * is empty or an earlier organism (it holds truth/levels.tsv). */
 int org_build(org_spec *s, const char *dir, ss_err *e);
+
+/* The planted truth of one token sequence ids[T] for the organism folder
+ * dir (its truth/tokens.tsv and truth/context.tsv): one row per
+ * occurrence of a planted token after position 0, written to f as TSV
+ * "trace pos token future level l_start lifetime norm triggers" (future 1
+ * when the context rule makes it a sink; triggers: how many trigger
+ * tokens sit in its window).  trace names the sequence in the table. */
+int org_occurrences(const char *dir, const char *trace, const int32_t *ids, long T, FILE *f,
+                    ss_err *e);
 
 #endif
