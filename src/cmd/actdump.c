@@ -75,62 +75,6 @@ static const ss_prog prog = {
 
 /* ---- input --------------------------------------------------------------- */
 
-/* The token sequence.  All input handling is here (text input extends it). */
-static int read_input(const char *path, int32_t **ids, long *T, ss_err *e)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-	const char *name = strcmp(path, "-") ? path : "<stdin>";
-	if (!f)
-		return ss_err_errno(e, errno, "%s", path);
-	long cap = 1024, n = 0, line = 1;
-	int32_t *v = ss_malloc((size_t)cap, sizeof *v, "token ids", e);
-	int rc = v ? 0 : -1;
-	char tok[64];
-	while (!rc) {
-		int ch;
-		while ((ch = getc(f)) != EOF && isspace(ch))
-			line += ch == '\n';
-		if (ch == EOF)
-			break;
-		size_t k = 0;
-		while (ch != EOF && !isspace(ch)) {
-			if (k < sizeof tok - 1)
-				tok[k++] = (char)ch;
-			ch = getc(f);
-		}
-		tok[k] = 0;
-		if (ch == '\n')
-			ungetc(ch, f);
-		long x;
-		if (ss_parse_long(tok, &x) < 0 || x < 0 || x > INT32_MAX) {
-			rc = ss_err_set(e, "%s:%ld: bad token id '%s'", name, line, tok);
-			break;
-		}
-		if (n == cap) {
-			int32_t *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
-			if (!nv) {
-				rc = ss_err_set(e, "%s: out of memory for token ids", name);
-				break;
-			}
-			v = nv;
-		}
-		v[n++] = (int32_t)x;
-	}
-	if (!rc && ferror(f))
-		rc = ss_err_errno(e, errno, "%s", name);
-	if (!rc && n == 0)
-		rc = ss_err_set(e, "%s: no token ids", name);
-	if (f != stdin)
-		fclose(f);
-	if (rc) {
-		free(v);
-		return -1;
-	}
-	*ids = v;
-	*T = n;
-	return 0;
-}
-
 /* One token sequence to run: from --ids, a text, or one JSON Lines row. */
 typedef struct seq {
 	int32_t *ids;
@@ -150,31 +94,14 @@ static void seqs_free(seq *v, size_t n)
 	free(v);
 }
 
-/* The tokenizer: --tokenizer FILE, else DIR/tokenizer.json.  When it is
- * not required (--ids) and the model folder has none, *t stays NULL. */
+/* The tokenizer (tok_load_for): --tokens-only without -m or --tokenizer
+ * is a usage error. */
 static int load_tok(int required, tok **t, ss_err *e)
 {
 	*t = NULL;
-	char buf[4096];
-	const char *path = tok_path;
-	if (!path) {
-		if (!model_dir)
-			return ss_err_status(e, 2, "--tokens-only needs -m DIR or --tokenizer FILE");
-		snprintf(buf, sizeof buf, "%s/tokenizer.json", model_dir);
-		path = buf;
-		if (!required && access(path, F_OK) != 0)
-			return 0;
-	}
-	*t = tok_load(path, e);
-	if (!*t)
-		return -1;
-	int applied;
-	if (tok_apply_config_beside(*t, path, &applied, e)) {
-		tok_free(*t);
-		*t = NULL;
-		return -1;
-	}
-	return 0;
+	if (!tok_path && !model_dir)
+		return ss_err_status(e, 2, "--tokens-only needs -m DIR or --tokenizer FILE");
+	return tok_load_for(model_dir, tok_path, required, t, e);
 }
 
 /* "%d" or "{row}" in the -o pattern replaced by the row number. */
@@ -241,7 +168,7 @@ static int gather(int argc, char **argv, int opi, seq **v, size_t *n, tok **t, s
 	if (ids_path) {
 		int32_t *ids = NULL;
 		long T = 0;
-		if (read_input(ids_path, &ids, &T, e) < 0)
+		if (tok_read_ids(ids_path, &ids, &T, e) < 0)
 			return -1;
 		tok_ids a = {ids, (size_t)T, (size_t)T};
 		int r = add_seq(v, n, &a, strcmp(ids_path, "-") ? ids_path : "-", -1, e);

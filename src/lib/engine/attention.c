@@ -19,7 +19,11 @@
  * [T][16 columns]) that every block shares; portable C does the same
  * without AVX2.  Tiles start at a multiple of 16 keys.  Calls with a few
  * queries (decoding, re-runs: fewer than PACK_MIN rows per block) skip the
- * packing and use two sgemm calls per block instead (block_few). */
+ * packing and use two sgemm calls per block instead (block_few).  Calls
+ * under a key selection or a measurement (attention.h) take block_sel: the
+ * block's kept keys gathered and its windows in place, two sgemm calls for
+ * the scores and two for the output, the exact softmax of each row over the
+ * keys it sees. */
 #include "engine/attention.h"
 #include "engine/kernels.h"
 
@@ -45,6 +49,12 @@ typedef struct attn_thread {
 	float *mu;        /* [g * qblock, ntile] shifts */
 	double *l;        /* [g * qblock] softmax denominators */
 	double *acc;      /* [H, maxT] */
+	/* selections (block_sel), grown by sel_buffers */
+	float *gk, *gv;   /* [kcap, hd] gathered keys and values */
+	float *ss;        /* [g * qblock, kcap + maxT] scores */
+	float *gcs;       /* [g, kcap + maxT] column sums */
+	double *cum;      /* [3, maxT + 1] a row's probabilities summed by class */
+	double *lost;     /* [mcap * 3] */
 } attn_thread;
 
 struct ss_attn {
@@ -61,6 +71,10 @@ struct ss_attn {
 	long t0, n;
 	double *recv_sum;
 	long ld;
+	const ss_attn_sel *sel;
+	const ss_attn_meas *meas;
+	long kcap;        /* kept keys the selection buffers hold (-1: none yet) */
+	int mcap;         /* measured selections lost[] holds */
 };
 
 /* tiles of a block: its keys start up to NP - 1 early (at a panel) */
@@ -91,6 +105,12 @@ static void thread_free(attn_thread *p)
 	free(p->mu);
 	free(p->l);
 	free(p->acc);
+	free(p->gk);
+	free(p->gv);
+	free(p->ss);
+	free(p->gcs);
+	free(p->cum);
+	free(p->lost);
 	memset(p, 0, sizeof *p);
 }
 
@@ -141,6 +161,7 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 	a->ntile = ntiles(maxT, a->kt);
 	a->nth = nth < 1 ? 1 : nth;
 	a->scale = (float)(1.0 / sqrt((double)a->hd));
+	a->kcap = -1;
 	a->hdp = (a->hd + NP - 1) / NP * NP;
 	a->np = (maxT + NP - 1) / NP;
 	a->th = ss_calloc((size_t)a->nth, sizeof *a->th, "attention", e);
@@ -164,6 +185,8 @@ int attn_set_key_tile(ss_attn *a, long kt, ss_err *e)
 		return ss_err_set(e, "attention key tile %ld: must be a positive multiple of %d", kt, NP);
 	a->kt = kt;
 	a->ntile = ntiles(a->maxT, kt);
+	a->kcap = -1;
+	a->mcap = 0;
 	for (int t = 0; t < a->nth; t++) {
 		thread_free(&a->th[t]);
 		if (thread_alloc(a, &a->th[t], e) < 0)
@@ -483,6 +506,102 @@ static void block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	put_out(a, p, r0, nb, kvh, hd, p->mx);
 }
 
+/* The probabilities of one unselected row (p over keys 0..pos, row[j] *
+ * inv) that each measured selection hides, by key class, into p->lost.
+ * Hidden keys of selection z: those below lo but the first nk kept. */
+static void measure_row(const ss_attn *a, attn_thread *p, const float *row, float inv, long pos, long r)
+{
+	const ss_attn_meas *m = a->meas;
+	double *cum = p->cum, c[3] = {0, 0, 0};
+	long M = a->maxT + 1;
+	for (long j = 0; j <= pos; j++) {
+		cum[j] = c[0];
+		cum[M + j] = c[1];
+		cum[2 * M + j] = c[2];
+		c[m->cls[j]] += (double)row[j] * (double)inv;
+	}
+	for (int s = 0; s < m->n; s++) {
+		const ss_attn_sel *z = &m->sel[s];
+		long lo = z->lo[r];
+		if (lo == 0)
+			continue;
+		double l[3] = {cum[lo], cum[M + lo], cum[2 * M + lo]};
+		for (long e = 0; e < z->nk[r]; e++) {
+			long j = z->kept[e];
+			l[m->cls[j]] -= (double)row[j] * (double)inv;
+		}
+		for (int k = 0; k < 3; k++)
+			p->lost[s * 3 + k] += l[k];
+	}
+}
+
+/* One query block (rows r0..r1-1 of q) against KV head kvh under a->sel
+ * (NULL: every key): the longest kept prefix any row sees gathered (ng
+ * keys), then the keys clo..qe-1 of the windows in place. */
+static void block_sel(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
+{
+	const ss_attn_sel *sel = a->sel;
+	long g = a->g, hd = a->hd, nb = r1 - r0, R = g * nb, kvd = a->kvdim;
+	long qs = a->t0 + r0, qe = a->t0 + r1, ng = 0, clo = qs;
+	for (long r = r0; r < r1; r++) {
+		long lo = sel ? sel->lo[r] : 0, nk = sel ? sel->nk[r] : 0;
+		ng = nk > ng ? nk : ng;
+		clo = lo < clo ? lo : clo;
+	}
+	long nc = qe - clo, ld = ng + nc;
+	const float *kc = a->kc + kvh * hd, *vc = a->vc + kvh * hd;
+	for (long x = 0; x < ng; x++) {
+		memcpy(p->gk + x * hd, kc + sel->kept[x] * kvd, sizeof(float) * (size_t)hd);
+		memcpy(p->gv + x * hd, vc + sel->kept[x] * kvd, sizeof(float) * (size_t)hd);
+	}
+	gather_q(a, p, r0, nb, kvh);
+	float *s = p->ss;
+	if (ng)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)ng, (int)hd, a->scale, p->qg,
+		            (int)hd, p->gk, (int)hd, 0.0f, s, (int)ld);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)nc, (int)hd, a->scale, p->qg, (int)hd,
+	            kc + clo * kvd, (int)kvd, 0.0f, s + ng, (int)ld);
+	if (a->recv_sum)
+		memset(p->gcs, 0, sizeof(float) * (size_t)(g * ld));
+	for (long x = 0; x < R; x++) {
+		float *row = s + x * ld;
+		long r = r0 + x % nb, pos = qs + x % nb;
+		long lo = sel ? sel->lo[r] : 0, nk = sel ? sel->nk[r] : 0, w0 = ng + lo - clo, nw = pos - lo + 1;
+		float m = k_max(row + w0, nw);
+		if (nk) {
+			float mk = k_max(row, nk);
+			m = mk > m ? mk : m;
+		}
+		double sum = k_exp_shift_to(row + w0, row + w0, nw, m) + (nk ? k_exp_shift_to(row, row, nk, m) : 0.0);
+		memset(row + nk, 0, sizeof(float) * (size_t)(w0 - nk));
+		memset(row + w0 + nw, 0, sizeof(float) * (size_t)(ld - w0 - nw));
+		float inv = (float)(1.0 / sum);
+		p->mx[x] = inv;
+		if (a->recv_sum) {
+			float *cs = p->gcs + (x / nb) * ld;
+			k_axpy(cs, row, nk, inv);
+			k_axpy(cs + w0, row + w0, nw, inv);
+		}
+		if (a->meas)
+			measure_row(a, p, row, inv, pos, r);
+	}
+	if (a->recv_sum)
+		for (long h = 0; h < g; h++) {
+			double *acc = p->acc + (kvh * g + h) * a->maxT;
+			const float *cs = p->gcs + h * ld;
+			for (long x = 0; x < ng; x++)
+				acc[sel->kept[x]] += cs[x];
+			for (long j = 0; j < nc; j++)
+				acc[clo + j] += cs[ng + j];
+		}
+	if (ng)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, (int)hd, (int)ng, 1.0f, s, (int)ld,
+		            p->gv, (int)hd, 0.0f, p->og, (int)hd);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, (int)hd, (int)nc, 1.0f, s + ng, (int)ld,
+	            vc + clo * kvd, (int)kvd, ng ? 1.0f : 0.0f, p->og, (int)hd);
+	put_out(a, p, r0, nb, kvh, hd, p->mx);
+}
+
 static int packed(const ss_attn *a)
 {
 	return a->g * (a->n < a->qb ? a->n : a->qb) >= PACK_MIN;
@@ -496,13 +615,17 @@ static void attn_task(void *ctx, int tid, int nth)
 	if (a->recv_sum)
 		for (long h = 0; h < a->H; h++)
 			memset(p->acc + h * a->maxT, 0, sizeof(double) * (size_t)keys);
+	if (a->meas)
+		memset(p->lost, 0, sizeof(double) * 3 * (size_t)a->meas->n);
 	long nqb = (a->n + a->qb - 1) / a->qb, items = nqb * a->Hkv;
 	/* static interleaving: deterministic, and balanced over the causal
 	 * triangle because block costs grow with qb for every thread alike */
 	for (long it = tid; it < items; it += nth) {
 		long qb = it / a->Hkv, kvh = it % a->Hkv;
 		long r0 = qb * a->qb, r1 = r0 + a->qb < a->n ? r0 + a->qb : a->n;
-		if (packed(a))
+		if (a->sel || a->meas)
+			block_sel(a, p, r0, r1, kvh);
+		else if (packed(a))
 			block(a, p, r0, r1, kvh);
 		else
 			block_few(a, p, r0, r1, kvh);
@@ -523,13 +646,76 @@ static void reduce_task(void *ctx, int tid, int nth)
 	}
 }
 
-int attn_run(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *kc,
-             const float *vc, double *recv_sum, long ld, ss_err *e)
+/* the selection buffers of every thread, for kept lists of n_kept keys and
+ * n_meas measured selections */
+static int sel_buffers(ss_attn *a, long n_kept, int n_meas, ss_err *e)
+{
+	if (n_kept > a->kcap) {
+		long kc = n_kept > 2 * a->kcap ? n_kept : 2 * a->kcap, w = kc + a->maxT;
+		for (int t = 0; t < a->nth; t++) {
+			attn_thread *p = &a->th[t];
+			free(p->gk);
+			free(p->gv);
+			free(p->ss);
+			free(p->gcs);
+			p->gk = p->gv = p->ss = p->gcs = NULL;
+			if (!(p->gk = ss_malloc((size_t)(kc ? kc : 1) * (size_t)a->hd, 4, "kept keys", e)) ||
+			    !(p->gv = ss_malloc((size_t)(kc ? kc : 1) * (size_t)a->hd, 4, "kept values", e)) ||
+			    !(p->ss = ss_malloc_big((size_t)(a->g * a->qb) * (size_t)w, 4, "attention scores", e)) ||
+			    !(p->gcs = ss_malloc((size_t)(a->g * w), 4, "attention sums", e))) {
+				a->kcap = -1;
+				return -1;
+			}
+		}
+		a->kcap = kc;
+	}
+	for (int t = 0; t < a->nth && n_meas > 0; t++) {
+		attn_thread *p = &a->th[t];
+		if (!p->cum && !(p->cum = ss_malloc(3 * (size_t)(a->maxT + 1), 8, "attention measures", e)))
+			return -1;
+		if (n_meas > a->mcap) {
+			free(p->lost);
+			if (!(p->lost = ss_malloc(3 * (size_t)n_meas, 8, "attention measures", e)))
+				return -1;
+		}
+	}
+	if (n_meas > a->mcap)
+		a->mcap = n_meas;
+	return 0;
+}
+
+/* a selection that breaks its contract (attention.h) is refused */
+static int sel_check(const ss_attn_sel *z, long t0, long n, ss_err *e)
+{
+	for (long r = 0; r < n; r++) {
+		long i = t0 + r, lo = z->lo[r], nk = z->nk[r];
+		if (lo < 0 || lo > i || nk < 0 || nk > z->n_kept || (nk && z->kept[nk - 1] >= lo))
+			return ss_err_set(e, "attention: key selection of query %ld: window from %ld, %ld kept "
+			                  "keys of %ld", i, lo, nk, z->n_kept);
+	}
+	for (long x = 1; x < z->n_kept; x++)
+		if (z->kept[x] <= z->kept[x - 1] || z->kept[x - 1] < 0)
+			return ss_err_set(e, "attention: kept keys not ascending at entry %ld", x);
+	return 0;
+}
+
+int attn_run_sel(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *kc,
+                 const float *vc, const ss_attn_sel *sel, const ss_attn_meas *meas,
+                 double *recv_sum, long ld, ss_err *e)
 {
 	if (t0 + n > a->maxT)
 		return ss_err_set(e, "attention over %ld positions, prepared for %ld", t0 + n, a->maxT);
 	if (pool_size(pool) != a->nth)
 		return ss_err_set(e, "attention prepared for %d threads, called with %d", a->nth, pool_size(pool));
+	if (sel && meas)
+		return ss_err_set(e, "attention: a measurement needs an unselected call");
+	if (sel && sel_check(sel, t0, n, e) < 0)
+		return -1;
+	for (int s = 0; meas && s < meas->n; s++)
+		if (sel_check(&meas->sel[s], t0, n, e) < 0)
+			return -1;
+	if ((sel || meas) && sel_buffers(a, sel ? sel->n_kept : 0, meas ? meas->n : 0, e) < 0)
+		return -1;
 	a->q = q;
 	a->kc = kc;
 	a->vc = vc;
@@ -537,10 +723,24 @@ int attn_run(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *
 	a->n = n;
 	a->recv_sum = recv_sum;
 	a->ld = ld;
-	if (packed(a))
+	a->sel = sel;
+	a->meas = meas;
+	if (!sel && !meas && packed(a))
 		pool_run(pool, pack_task, a);
 	pool_run(pool, attn_task, a);
 	if (recv_sum)
 		pool_run(pool, reduce_task, a);
+	for (int s = 0; meas && s < meas->n; s++)
+		for (int k = 0; k < 3; k++)
+			for (int t = 0; t < a->nth; t++)
+				meas->lost[s * 3 + k] += a->th[t].lost[s * 3 + k];
+	a->sel = NULL;
+	a->meas = NULL;
 	return 0;
+}
+
+int attn_run(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *kc,
+             const float *vc, double *recv_sum, long ld, ss_err *e)
+{
+	return attn_run_sel(a, pool, q, t0, n, kc, vc, NULL, NULL, recv_sum, ld, e);
 }

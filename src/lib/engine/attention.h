@@ -25,10 +25,39 @@ int attn_set_key_tile(ss_attn *a, long kt, ss_err *e);
 void attn_free(ss_attn *a);
 double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock);
 
+/* A key selection (cache policies, kvevict(1)) for the queries t0..t0+n-1
+ * of one call: query i = t0 + r sees the keys lo[r]..i (a window; lo[r] = 0:
+ * every key) and the first nk[r] entries of kept, a list sorted ascending
+ * whose first nk[r] entries lie below lo[r].  The softmax over those keys
+ * is exact, and so is recv under the selection. */
+typedef struct ss_attn_sel {
+	const long *lo, *nk;   /* [n] */
+	const long *kept;      /* [n_kept] */
+	long n_kept;
+} ss_attn_sel;
+
+/* What selections of the same queries would hide, measured on an
+ * unselected call: lost[s * 3 + c] += the sum over the call's queries and
+ * heads of the probabilities A[i][j] of the keys j that sel[s] hides from
+ * query i, by class c = cls[j] (0 rest, 1 primary, 2 secondary sink). */
+typedef struct ss_attn_meas {
+	int n;
+	const ss_attn_sel *sel;     /* [n] */
+	const unsigned char *cls;   /* [t0 + n] */
+	double *lost;               /* [n * 3] */
+} ss_attn_meas;
+
 /* q [n, H*hd]: queries of positions t0..t0+n-1 after RoPE; overwritten by
  * the attention output (heads concatenated).  kc, vc [t0+n, Hkv*hd].
  * recv_sum [H, ld] (or NULL) += sum over these queries of A[i][j]. */
 int attn_run(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *kc,
              const float *vc, double *recv_sum, long ld, ss_err *e);
+/* The same under a selection (sel NULL: every key) and with a measurement
+ * (meas may be NULL; only with sel NULL).  Both NULL: attn_run.  Cost per
+ * query block: the products over the keys some of its queries see, by
+ * sgemm (keys of the kept lists gathered; the windows in place). */
+int attn_run_sel(ss_attn *a, ss_pool *pool, float *q, long t0, long n, const float *kc,
+                 const float *vc, const ss_attn_sel *sel, const ss_attn_meas *meas,
+                 double *recv_sum, long ld, ss_err *e);
 
 #endif

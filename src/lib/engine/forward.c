@@ -59,6 +59,7 @@ struct ss_fwd {
 	float *rnorm;                /* [maxT] */
 	float *bnorm;                /* [B] scratch norms */
 	ss_attn *attn;
+	const ss_stats *st;          /* prefill's statistics (key selection) */
 	ss_fwd_times tm;
 };
 
@@ -445,6 +446,31 @@ double fwd_attention_pairs(long w, long t0, long n)
 
 /* ---- the layer ------------------------------------------------------------ */
 
+/* attention of queries t0..t0+n-1 in the pieces and under the key
+ * selections the select callback chooses */
+static int attend_sel(ss_fwd *f, int l, long t0, long n, const float *kc, const float *vc,
+                      double *recv_sum, long ld, ss_err *e)
+{
+	long T = t0 + n;
+	ss_sel_view v = {.layer = l, .T = T, .H = f->H, .recv = recv_sum, .ld = ld};
+	if (f->st && f->st->resid_norm)
+		v.norm = f->st->resid_norm + (l - 1) * T;
+	if (f->st && f->st->resid_cos0)
+		v.cos0 = f->st->resid_cos0 + (l - 1) * T;
+	for (long t = t0; t < T;) {
+		long m = T - t;
+		const ss_attn_sel *sel = NULL;
+		const ss_attn_meas *meas = NULL;
+		if (f->o.select(f->o.select_ctx, &v, t, &m, &sel, &meas) || m < 1 || m > T - t)
+			return ss_err_set(e, "layer %d: stopped by the key selection at position %ld", l, t);
+		if (attn_run_sel(f->attn, f->pool, f->q + (t - t0) * f->qdim, t, m, kc, vc, sel, meas, recv_sum,
+		                 ld, e) < 0)
+			return -1;
+		t += m;
+	}
+	return 0;
+}
+
 static int layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *vc,
                  double *recv_sum, long ld, float *attn_norm, float *mlp_norm, float *resid_norm,
                  ss_err *e)
@@ -469,7 +495,8 @@ static int layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *
 		return ss_err_set(e, "layer %d: stopped by the key/value callback", l);
 	/* attention: f->q becomes the attention output o [n, qdim] */
 	double ta = ss_now();
-	if (attn_run(f->attn, f->pool, f->q, t0, n, kc, vc, recv_sum, ld, e) < 0)
+	if (f->o.select ? attend_sel(f, l, t0, n, kc, vc, recv_sum, ld, e) < 0
+	                : attn_run(f->attn, f->pool, f->q, t0, n, kc, vc, recv_sum, ld, e) < 0)
 		return -1;
 	f->tm.attention += ss_now() - ta;
 	f->tm.attention_flop += 4.0 * (double)(f->hd * f->H) * fwd_attention_pairs(f->c->sliding_window, t0, n);
@@ -515,6 +542,7 @@ static int layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *
 int fwd_layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *vc,
               double *recv_sum, long ld, float *attn_norm, float *mlp_norm, ss_err *e)
 {
+	f->st = NULL;   /* statistics belong to a prefill */
 	return layer(f, l, x, t0, n, kc, vc, recv_sum, ld, attn_norm, mlp_norm, NULL, e);
 }
 
@@ -605,6 +633,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 	ss_stats none = {0};
 	if (!st)
 		st = &none;
+	f->st = st;
 	float *x = f->x;
 	model_embed_prefetch(f->m, ids, T);
 	if (fwd_embed(f, ids, 0, T, x, e) < 0)
@@ -619,7 +648,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 	if (st->resid_norm || st->resid_cos0)
 		stats_resid(f, x, T, st->resid_norm, st->resid_cos0);
 	for (int l = 1; l <= L; l++) {
-		double *rs = st->recv ? f->recv : NULL;
+		double *rs = st->recv || f->o.select ? f->recv : NULL;   /* a selection may look at it */
 		if (rs)
 			memset(rs, 0, sizeof(double) * (size_t)(H * T));
 		/* release layer l-1, prefetch layer l+1: page-table work of a few
@@ -629,7 +658,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		if (layer(f, l, x, 0, T, f->k, f->v, rs, T, st->attn_out_norm ? st->attn_out_norm + (l - 1) * T : NULL,
 		          st->mlp_out_norm ? st->mlp_out_norm + (l - 1) * T : NULL, f->rnorm, e) < 0)
 			return ss_err_prefix(e, "%s", dir);
-		if (rs)
+		if (st->recv)
 			for (long h = 0; h < H; h++)
 				for (long j = 0; j < T; j++)
 					st->recv[((l - 1) * H + h) * T + j] = (float)(rs[h * T + j] / (double)(T - j));

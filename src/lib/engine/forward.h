@@ -50,6 +50,26 @@ typedef int (*ss_hook_fn)(void *ctx, int layer, ss_hook_point what, long t0, lon
 typedef int (*ss_kv_fn)(void *ctx, int layer, long t0, long n, const float *k, const float *v,
                         long kvdim);
 
+/* Key selection (cache policies, kvevict(1)): at each layer, before its
+ * attention, the callback chooses for the queries t0.. which keys they see
+ * (attention.h), looking at what the engine computed of that layer's input
+ * h[l-1] and at the attention received so far under its own choices. */
+struct ss_attn_sel;
+struct ss_attn_meas;
+typedef struct ss_sel_view {
+	int layer;           /* 1..L */
+	long T, H;           /* positions of the pass; heads */
+	const float *norm;   /* [T] ||h[l-1][j]||, or NULL (no stats asked for) */
+	const float *cos0;   /* [T] cos(h[l-1][j], h[l-1][0]), or NULL */
+	const double *recv;  /* [H, ld]: sum over the queries before t0 of A[i][j] */
+	long ld;
+} ss_sel_view;
+/* For the queries t0 .. t0 + *n - 1: set *sel (NULL: every key) and *meas
+ * (NULL: none) and, when the choice holds for fewer queries, lower *n.
+ * A nonzero return stops the forward pass. */
+typedef int (*ss_select_fn)(void *ctx, const ss_sel_view *v, long t0, long *n,
+                            const struct ss_attn_sel **sel, const struct ss_attn_meas **meas);
+
 typedef struct ss_fwd_opts {
 	int threads;              /* worker threads incl. the caller; <= 0: 1 */
 	long block;               /* tokens per projection/MLP block; 0: 1024 */
@@ -59,6 +79,8 @@ typedef struct ss_fwd_opts {
 	void *kv_ctx;
 	int resident;             /* keep every layer's f32 weights (and lm_head's)
 	                             once converted (decoding): n_layers layer buffers */
+	ss_select_fn select;      /* NULL: every key (the plain path) */
+	void *select_ctx;
 	void (*progress)(void *ctx, int layers_done, int n_layers); /* NULL: none */
 	void *progress_ctx;
 } ss_fwd_opts;

@@ -119,6 +119,15 @@ int tok_apply_config_beside(tok *t, const char *tokenizer_path, int *applied, ss
  * NUL-terminated (the text may contain NUL bytes; *n is its length). */
 int tok_read_text(const char *path, char **buf, size_t *n, ss_err *e);
 
+/* Token ids, whitespace-separated, from PATH ("-" = stdin): *ids malloc'd,
+ * *T >= 1.  Errors: "PATH:LINE: bad token id 'x'", "PATH: no token ids". */
+int tok_read_ids(const char *path, int32_t **ids, long *T, ss_err *e);
+
+/* The tokenizer of a model: tok_path, else MODEL_DIR/tokenizer.json, with
+ * the tokenizer_config.json beside it applied.  When not required and the
+ * model folder has none (and no tok_path), *t = NULL and 0 is returned. */
+int tok_load_for(const char *model_dir, const char *tok_path, int required, tok **t, ss_err *e);
+
 /* Rows of a JSON Lines file: the string field NAME of each object. */
 typedef struct tok_row {
 	char *text;  /* malloc'd, NUL-terminated */

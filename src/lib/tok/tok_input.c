@@ -1,11 +1,14 @@
 /* tok_input.c - text and JSON Lines input for programs that tokenize, and
  * the per-token strings of /tokens/text. */
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "tok/tok_impl.h"
+#include "util/opt.h"
 
 static const char *shown(const char *path) { return strcmp(path, "-") ? path : "<stdin>"; }
 
@@ -191,5 +194,83 @@ int tok_piece_strings(const tok *t, const int32_t *ids, size_t n, char ***out, s
 	free(p);
 	free(off);
 	*out = v;
+	return 0;
+}
+
+int tok_read_ids(const char *path, int32_t **ids, long *T, ss_err *e)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	const char *name = shown(path);
+	if (!f)
+		return ss_err_errno(e, errno, "%s", path);
+	long cap = 1024, n = 0, line = 1;
+	int32_t *v = ss_malloc((size_t)cap, sizeof *v, "token ids", e);
+	int rc = v ? 0 : -1;
+	char tok[64];
+	while (!rc) {
+		int ch;
+		while ((ch = getc(f)) != EOF && isspace(ch))
+			line += ch == '\n';
+		if (ch == EOF)
+			break;
+		size_t k = 0;
+		while (ch != EOF && !isspace(ch)) {
+			if (k < sizeof tok - 1)
+				tok[k++] = (char)ch;
+			ch = getc(f);
+		}
+		tok[k] = 0;
+		if (ch == '\n')
+			ungetc(ch, f);
+		long x;
+		if (ss_parse_long(tok, &x) < 0 || x < 0 || x > INT32_MAX) {
+			rc = ss_err_set(e, "%s:%ld: bad token id '%s'", name, line, tok);
+			break;
+		}
+		if (n == cap) {
+			int32_t *nv = realloc(v, sizeof *v * (size_t)(cap *= 2));
+			if (!nv) {
+				rc = ss_err_set(e, "%s: out of memory for token ids", name);
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = (int32_t)x;
+	}
+	if (!rc && ferror(f))
+		rc = ss_err_errno(e, errno, "%s", name);
+	if (!rc && n == 0)
+		rc = ss_err_set(e, "%s: no token ids", name);
+	if (f != stdin)
+		fclose(f);
+	if (rc) {
+		free(v);
+		return -1;
+	}
+	*ids = v;
+	*T = n;
+	return 0;
+}
+
+int tok_load_for(const char *model_dir, const char *tok_path, int required, tok **t, ss_err *e)
+{
+	*t = NULL;
+	char buf[4096];
+	const char *path = tok_path;
+	if (!path) {
+		snprintf(buf, sizeof buf, "%s/tokenizer.json", model_dir);
+		path = buf;
+		if (!required && access(path, F_OK) != 0)
+			return 0;
+	}
+	*t = tok_load(path, e);
+	if (!*t)
+		return -1;
+	int applied;
+	if (tok_apply_config_beside(*t, path, &applied, e)) {
+		tok_free(*t);
+		*t = NULL;
+		return -1;
+	}
 	return 0;
 }
