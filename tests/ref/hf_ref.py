@@ -134,11 +134,15 @@ def rotate_half(x):
     return torch.cat((-x[..., h:], x[..., :h]), -1)
 
 
-def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, edit=None):
+def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, edit=None,
+            allowed_of=None, attn_hook=None):
     """dt=torch.float32 gives an f32 run of the same code: the size of the
     rounding a correct f32 engine shows, used to set the tolerances.
     edit(layer, component, x) -> x, when given, may change resid (layer 0 =
-    embeddings), attn_out, mlp_in and mlp_out [T, d] (interventions)."""
+    embeddings), attn_out, mlp_in and mlp_out [T, d] (interventions).
+    allowed_of(layer, allowed) -> bool [T, T], when given, is the key
+    selection of layer 1..L (cache policies); attn_hook(layer, A) sees the
+    probabilities [H, T, T] of each layer."""
     if edit is None:
         edit = lambda l, c, x: x
     if dt != torch.float64:
@@ -201,8 +205,12 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
         rep = H // KV
         k = k.repeat_interleave(rep, 0)                     # repeat_kv
         v = v.repeat_interleave(rep, 0)
+        if allowed_of is not None:
+            mask = torch.where(allowed_of(l + 1, allowed), 0.0, float("-inf")).to(dt)
         s = q @ k.transpose(1, 2) / math.sqrt(hd) + mask
         A = torch.softmax(s, -1)                            # [H, Tq, Tk]
+        if attn_hook is not None:
+            attn_hook(l + 1, A)
         o = (A @ v).transpose(0, 1).reshape(T, H * hd)
         a = o @ w[p + "self_attn.o_proj.weight"].T
         if o_bias:

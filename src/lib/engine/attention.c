@@ -530,8 +530,8 @@ static void measure_row(const ss_attn *a, attn_thread *p, const float *row, floa
 			long j = z->kept[e];
 			l[m->cls[j]] -= (double)row[j] * (double)inv;
 		}
-		for (int k = 0; k < 3; k++)
-			p->lost[s * 3 + k] += l[k];
+		for (int k = 0; k < 3; k++)   /* a few ulps below 0 when nothing is hidden */
+			p->lost[s * 3 + k] += l[k] > 0 ? l[k] : 0.0;
 	}
 }
 
