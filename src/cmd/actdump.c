@@ -36,14 +36,9 @@ static double gen_temp = 0, gen_top_p = 1;
 static const char *gen_kv = "f32", *text_out, *prompt_fmt_opt = "raw";
 static ss_prompt_fmt prompt_fmt;
 static const ss_opt opts[] = {
-	{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "Hugging Face model folder", NULL},
-	{"ids", 0, SS_OPT_STRING, &ids_path, "FILE", "token ids, whitespace-separated (\"-\" = stdin)", NULL},
-	{"text", 0, SS_OPT_STRING, &text_path, "FILE", "UTF-8 text to tokenize (\"-\" = stdin; or FILE operand)", NULL},
-	{"jsonl", 0, SS_OPT_STRING, &jsonl_path, "FILE", "JSON Lines collection: tokenize --field of each row", NULL},
-	{"field", 0, SS_OPT_STRING, &field_opt, "NAME", "--jsonl: the string field holding the text", NULL},
-	{"index", 0, SS_OPT_INT, &index_opt, "N", "--jsonl: row N only (0-based; default every row)", &index_seen},
-	{"tokenizer", 0, SS_OPT_STRING, &tok_path, "FILE", "tokenizer.json (default DIR/tokenizer.json)", NULL},
-	{"no-bos", 0, SS_OPT_FLAG, &no_bos, NULL, "do not add the post-processor's BOS/EOS", NULL},
+	TOK_INPUT_OPTS(model_dir, ids_path, text_path, jsonl_path, field_opt, index_opt, index_seen, tok_path, no_bos,
+	               "JSON Lines collection: tokenize --field of each row",
+	               "--jsonl: row N only (0-based; default every row)"),
 	{"tokens-only", 0, SS_OPT_FLAG, &tokens_only, NULL, "print the tokens as TSV (i id piece) and stop", NULL},
 	{"output", 'o', SS_OPT_STRING, &out_path, "OUT.h5", "output file; with several rows a pattern with %d or {row}", NULL},
 	{"acts", 0, SS_OPT_STRING, &acts_opt, "LIST", "store resid,attn_out,mlp_in,mlp_out", NULL},

@@ -25,14 +25,8 @@ static long index_opt, threads, first_opt = 4, seed_opt;
 static int index_seen, no_bos;
 static ss_sink_params sp;
 static const ss_opt opts[] = {
-	{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "Hugging Face model folder", NULL},
-	{"ids", 0, SS_OPT_STRING, &ids_path, "FILE", "token ids, whitespace-separated (\"-\" = stdin)", NULL},
-	{"text", 0, SS_OPT_STRING, &text_path, "FILE", "UTF-8 text to tokenize (\"-\" = stdin; or FILE operand)", NULL},
-	{"jsonl", 0, SS_OPT_STRING, &jsonl_path, "FILE", "JSON Lines collection: --field of row --index", NULL},
-	{"field", 0, SS_OPT_STRING, &field_opt, "NAME", "--jsonl: the string field holding the text", NULL},
-	{"index", 0, SS_OPT_INT, &index_opt, "N", "--jsonl: the row (0-based)", &index_seen},
-	{"tokenizer", 0, SS_OPT_STRING, &tok_path, "FILE", "tokenizer.json (default DIR/tokenizer.json)", NULL},
-	{"no-bos", 0, SS_OPT_FLAG, &no_bos, NULL, "do not add the post-processor's BOS/EOS", NULL},
+	TOK_INPUT_OPTS(model_dir, ids_path, text_path, jsonl_path, field_opt, index_opt, index_seen, tok_path, no_bos,
+	               "JSON Lines collection: --field of row --index", "--jsonl: the row (0-based)"),
 	{"policies", 0, SS_OPT_STRING, &policies_opt, "LIST", "full,window,streaming,sinks,heavy,random (default all)", NULL},
 	{"budgets", 0, SS_OPT_STRING, &budgets_opt, "LIST", "cached keys per layer besides the query's own (64,128,256)", NULL},
 	{"first", 0, SS_OPT_INT, &first_opt, "K", "first keys kept by streaming and sinks (4)", NULL},

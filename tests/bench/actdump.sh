@@ -26,16 +26,7 @@ B=$SS_BUILD/bench
 M=$B/qwen05-shape
 TH=${BENCH_THREADS:-2}
 mkdir -p "$B"
-if [ ! -f "$M/model.safetensors" ]; then
-	echo "# writing the random Qwen2.5-0.5B-shaped bf16 model to $M (about 1 GB)"
-	$PY "$SS_ROOT/tests/tools/mkmodel.py" --arch qwen2 --layers 24 --hidden 896 --heads 14 \
-		--kv-heads 2 --head-dim 64 --inter 4864 --vocab 151936 --dtype bf16 --tied "$M.tmp" >/dev/null || exit 1
-	# Qwen2.5-0.5B's own position settings
-	$PY -c "
-import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p))
-c.update(max_position_embeddings=32768, rope_theta=1000000.0, sliding_window=32768)
-json.dump(c, open(p, 'w'), indent=2)" "$M.tmp" && mv "$M.tmp" "$M"
-fi
+. "$SS_ROOT/tests/bench/qwen05_model"
 wbytes=$(stat -c %s "$M/model.safetensors")
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }   # user nice system irq softirq

@@ -63,6 +63,7 @@ check_model() { # MODEL OUT [MAKE-ARGS...]
 	ck "PCA (fig 5)" pca.tsv fig5_pca actdump sinkdetect sinklevels pcaprobe
 	ck "t-SNE (fig 6)" separability.tsv fig6_tsne actdump sinkdetect sinklevels tsne
 	ck "swaps (fig 7)" swap.tsv fig7_swap actdump sinkdetect sinklevels swapexp
+	ck "cache eviction (fig 8)" kvevict.tsv fig8_kvevict actdump sinkdetect kvevict
 }
 
 cells() { # the (l_start:lifetime) cells of a level table, sorted

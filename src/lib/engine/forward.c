@@ -579,7 +579,7 @@ int fwd_logits(ss_fwd *f, const float *x, long n, float *logits, ss_err *e)
 	for (long v0 = 0; v0 < V; v0 += chunk) {
 		long nv = V - v0 < chunk ? V - v0 : chunk;
 		const float *w;
-		if (wb && f->o.resident && !f->head &&
+		if (wb && (f->o.resident || f->o.keep_head) && !f->head &&
 		    (f->head = malloc(sizeof(float) * (size_t)(V * D))))
 			st_to_f32(f->head, W, 0, V * D);
 		if (f->head) {

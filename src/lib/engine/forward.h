@@ -79,6 +79,8 @@ typedef struct ss_fwd_opts {
 	void *kv_ctx;
 	int resident;             /* keep every layer's f32 weights (and lm_head's)
 	                             once converted (decoding): n_layers layer buffers */
+	int keep_head;            /* keep lm_head's f32 weights once converted (many
+	                             fwd_logits calls: kvevict): vocab x dim floats */
 	ss_select_fn select;      /* NULL: every key (the plain path) */
 	void *select_ctx;
 	void (*progress)(void *ctx, int layers_done, int n_layers); /* NULL: none */

@@ -22,7 +22,7 @@
 #include "util/rng.h"
 
 #define KV_CHUNK 8     /* queries per choice of the policies that look at attention */
-#define LOGIT_ROWS 16  /* positions per block of logits when comparing */
+#define LOGIT_ROWS 64  /* positions per block of logits when comparing */
 
 const char *const kv_policy_names[KV_NPOL] = {"full", "window", "streaming", "sinks", "heavy", "random"};
 
@@ -535,7 +535,8 @@ static int compare(ss_fwd *f, const ss_model *m, const int32_t *ids, long T, con
 				for (long v = 0; v < V; v++)
 					kl += (double)q[v] * ((double)a[v] - (double)b[v]);
 				acc[p * 3] += lsep - (double)b[ids[t0 + r + 1]];
-				acc[p * 3 + 1] += kl / sf[r] + (lsep - lsef[r]);
+				kl = kl / sf[r] + (lsep - lsef[r]);
+				acc[p * 3 + 1] += kl > 0 ? kl : 0.0;   /* rounding dips below 0 when p = p_f */
 				acc[p * 3 + 2] += argp == argf[r];
 			}
 		}
@@ -636,7 +637,7 @@ int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, 
 		if (!(hp[p] = ss_malloc_big((size_t)(T * D), 4, "hidden states", e)))
 			goto done;
 	}
-	ss_fwd_opts fo = {.threads = o->threads, .select = kv_select, .select_ctx = &c, .progress = on_layer,
+	ss_fwd_opts fo = {.threads = o->threads, .keep_head = 1, .select = kv_select, .select_ctx = &c, .progress = on_layer,
 	                  .progress_ctx = &c};
 	if (fwd_create(&f, m, &fo, T, e) < 0)
 		goto done;

@@ -128,6 +128,20 @@ int tok_read_ids(const char *path, int32_t **ids, long *T, ss_err *e);
  * model folder has none (and no tok_path), *t = NULL and 0 is returned. */
 int tok_load_for(const char *model_dir, const char *tok_path, int required, tok **t, ss_err *e);
 
+/* The option rows (util/opt.h) of a model and its trace input, shared by
+ * the programs that run a model over a trace (actdump, kvevict): -m DIR,
+ * --ids, --text, --jsonl with --field and --index, --tokenizer, --no-bos.
+ * The variables are the programs' own; two help lines are theirs too. */
+#define TOK_INPUT_OPTS(model, ids, text, jsonl, field, index, index_seen, tokenizer, no_bos, jsonl_help, index_help) \
+	{"model", 'm', SS_OPT_STRING, &(model), "DIR", "Hugging Face model folder", NULL},                        \
+	{"ids", 0, SS_OPT_STRING, &(ids), "FILE", "token ids, whitespace-separated (\"-\" = stdin)", NULL},       \
+	{"text", 0, SS_OPT_STRING, &(text), "FILE", "UTF-8 text to tokenize (\"-\" = stdin; or FILE operand)", NULL}, \
+	{"jsonl", 0, SS_OPT_STRING, &(jsonl), "FILE", jsonl_help, NULL},                                           \
+	{"field", 0, SS_OPT_STRING, &(field), "NAME", "--jsonl: the string field holding the text", NULL},        \
+	{"index", 0, SS_OPT_INT, &(index), "N", index_help, &(index_seen)},                                        \
+	{"tokenizer", 0, SS_OPT_STRING, &(tokenizer), "FILE", "tokenizer.json (default DIR/tokenizer.json)", NULL}, \
+	{"no-bos", 0, SS_OPT_FLAG, &(no_bos), NULL, "do not add the post-processor's BOS/EOS", NULL}
+
 /* Rows of a JSON Lines file: the string field NAME of each object. */
 typedef struct tok_row {
 	char *text;  /* malloc'd, NUL-terminated */
