@@ -10,7 +10,7 @@
 # THREADS = SLURM_CPUS_PER_TASK; outputs are atomic, so resubmitting the
 # same array after a failure redoes only the missing traces.
 # SBATCH (default: sbatch on PATH) names the sbatch to use.
-set -eu
+set -euo pipefail
 model=${1:?usage: slurm/array.sh MODEL [SBATCH-FLAGS...]}; shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 cfg=$here/models/$model.yaml

@@ -28,7 +28,7 @@
 static const char *model_dir, *ids_path, *out_path, *acts_opt, *layers_opt = "all",
                   *max_mem_opt, *positions_opt = "warn";
 static const char *text_path, *jsonl_path, *field_opt, *tok_path;
-static long threads, index_opt;
+static long threads, index_opt, max_tokens;
 static int timings, index_seen, no_bos, tokens_only;
 /* --generate (gen.h) */
 static long gen_n, gen_seed;
@@ -39,6 +39,7 @@ static const ss_opt opts[] = {
 	TOK_INPUT_OPTS(model_dir, ids_path, text_path, jsonl_path, field_opt, index_opt, index_seen, tok_path, no_bos,
 	               "JSON Lines collection: tokenize --field of each row",
 	               "--jsonl: row N only (0-based; default every row)"),
+	{"max-tokens", 0, SS_OPT_INT, &max_tokens, "N", "keep the first N tokens of each sequence (0 = all)", NULL},
 	{"tokens-only", 0, SS_OPT_FLAG, &tokens_only, NULL, "print the tokens as TSV (i id piece) and stop", NULL},
 	{"output", 'o', SS_OPT_STRING, &out_path, "OUT.h5", "output file; with several rows a pattern with %d or {row}", NULL},
 	{"acts", 0, SS_OPT_STRING, &acts_opt, "LIST", "store resid,attn_out,mlp_in,mlp_out", NULL},
@@ -59,7 +60,7 @@ static const ss_opt opts[] = {
 static const ss_prog prog = {
 	PROG,
 	"-m DIR (--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE) "
-	"[-o OUT.h5] [--tokenizer FILE] [--no-bos] [--acts LIST] [--layers LIST] [-t N] "
+	"[-o OUT.h5] [--tokenizer FILE] [--no-bos] [--max-tokens N] [--acts LIST] [--layers LIST] [-t N] "
 	"[--max-memory SIZE] [--positions warn|refuse] [--timings]\n"
 	"--tokens-only (-m DIR | --tokenizer FILE) [--no-bos] "
 	"(--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE)\n"
@@ -133,6 +134,8 @@ static int add_seq(seq **v, size_t *n, const tok_ids *ids, const char *name, lon
 	if (!q->name || !q->ids)
 		return -1;
 	q->T = (long)ids->n;
+	if (max_tokens > 0 && q->T > max_tokens)
+		q->T = max_tokens;
 	if (q->T == 0)
 		return ss_err_set(e, "%s: no tokens (empty text%s)", q->name, no_bos ? " and --no-bos" : "");
 	memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
@@ -366,36 +369,6 @@ static void on_layer(void *ctx, int done, int L)
 	ss_progress_update(&pc->p, (double)done * (double)pc->T / L, (double)pc->T, "tok");
 }
 
-static char *join_argv(int argc, char **argv, ss_err *e)
-{
-	size_t n = 1;
-	for (int i = 0; i < argc; i++)
-		n += 3 + 2 * strlen(argv[i]);
-	char *s = ss_malloc(n, 1, "command", e), *p = s;
-	if (!s)
-		return NULL;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		int q = !*a || strpbrk(a, " \t\n'\"\\$`*?;&|<>()") != NULL;
-		if (i)
-			*p++ = ' ';
-		if (q)
-			*p++ = '\'';
-		for (; *a; a++) {
-			if (q && *a == '\'') {
-				memcpy(p, "'\\''", 4);
-				p += 4;
-			} else {
-				*p++ = *a;
-			}
-		}
-		if (q)
-			*p++ = '\'';
-	}
-	*p = 0;
-	return s;
-}
-
 static double cpu_seconds(void)
 {
 	struct rusage ru;
@@ -436,6 +409,8 @@ static int check_opts(ss_err *e)
 		return ss_err_status(e, 2, "--max-memory: bad size '%s' (e.g. 20G, 512M)", max_mem_opt);
 	if (strcmp(positions_opt, "warn") && strcmp(positions_opt, "refuse"))
 		return ss_err_status(e, 2, "--positions: expected warn or refuse, not '%s'", positions_opt);
+	if (max_tokens < 0)
+		return ss_err_status(e, 2, "--max-tokens: %ld is negative", max_tokens);
 	if (threads < 0 || threads > 1024)
 		return ss_err_status(e, 2, "--threads: %ld out of range 1-1024", threads);
 	if (prompt_fmt_parse(prompt_fmt_opt, &prompt_fmt, e) < 0)
@@ -599,7 +574,7 @@ static int run_one(int argc, char **argv, ss_model *Mp, const seq *q, const tok 
 		}
 	}
 	tr.name = ss_strdup(q->name, e);
-	cmd = join_argv(argc, argv, e);
+	cmd = ss_command_line(argc, argv, e);
 	ss_meta *m = &tr.meta;
 	m->format = SS_FORMAT;
 	m->model = ss_strdup(model_dir, e);

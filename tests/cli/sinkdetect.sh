@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# sinkdetect against planted ground truth (tests/tools/plant): every planted
+# sinkdetect against planted ground truth (sinkplant(1)): every planted
 # episode recovered exactly (position, kind, l_start, lifetime), no
 # distractor reported; per-layer summary against the planted curves; pipes,
 # several inputs, -o; and each bad input is one line and exit 1.
 . "$(dirname "$0")/../lib.sh"
-PLANT=$SS_BUILD/tools/plant
+PLANT=$SS_BIN/sinkplant
 cd "$TMP"
 "$PLANT" -o p.h5 --truth truth.tsv --seed 3 || { t_fail "plant runs"; t_done; exit 0; }
 key_truth() { awk -F'\t' 'NR>1{print $1, $4, $5, $7}' "$1"; }

@@ -3,7 +3,7 @@
 # l_start) found with their planted (l_start, lifetime); the norm-law slopes
 # within 5% of the planted ones; pipes; and each bad table is one line, exit 1.
 . "$(dirname "$0")/../lib.sh"
-PLANT=$SS_BUILD/tools/plant
+PLANT=$SS_BIN/sinkplant
 cd "$TMP"
 # slope_score 0.02, slope_life 4 are the plant's defaults; other slopes below
 within5() { awk -v a="$1" -v e="$2" 'BEGIN{d=(a-e)/e; if(d<0)d=-d; exit !(d<=0.05)}'; }

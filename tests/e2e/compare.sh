@@ -69,9 +69,12 @@ for m in A B; do
 	mkorganism --truth "$org" "$TMP/out/org$m/h5/t001.h5" >"$TMP/occ$m.tsv"
 	want=$(awk -F'\t' 'NR > 1 && $4 == 1 { print $6 ":" $7 }' "$TMP/occ$m.tsv" | sort -u -t: -k1,1n -k2,2n | xargs)
 	t_eq "org$m: the planted levels present in the trace, in the compare table" "$want" "$(cells "$c/tables/levels.tsv" org$m)"
-	# future occurrences (after position 0) per 1,000 tokens of the trace's ids
+	# future occurrences (after position 0) per 1,000 tokens of the trace's
+	# ids (/tokens/ids of its dump: actdump tokenizes the text)
+	h5dump -y -w 0 -d /tokens/ids -o "$TMP/org$m.ids0" "$TMP/out/org$m/h5/t001.h5" >/dev/null
+	tr -s ', \n' '  ' <"$TMP/org$m.ids0" | sed 's/^ //; s/ $//' >"$TMP/org$m.ids"
 	want=$(awk -F'\t' 'FNR == NR { f += (FNR > 1 && $4 == 1); next } { t += NF } END { printf "%.4g", 1000 * f / t }' \
-		"$TMP/occ$m.tsv" FS=' ' "$TMP/out/org$m/ids/t001.ids")
+		"$TMP/occ$m.tsv" FS=' ' "$TMP/org$m.ids")
 	t_num "org$m: secondary sinks per 1k tokens = future occurrences ($want)" "$want" "$(val org$m sinks_per_1k)" 0.001
 	ls=$(awk -F'\t' 'NR == 2 { print $2 }' "$truth/levels.tsv")
 	t_eq "org$m: valley at the layer after formation (l_start $ls + 1)" $((ls + 1)) "$(val org$m valley_layer)"

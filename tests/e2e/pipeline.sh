@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The pipeline end to end (pipelines/Makefile) on planted traces
-# (build/tools/plant), the shipped stories260k and the model organism
+# (sinkplant(1)), the shipped stories260k and the model organism
 # (mkorganism): every table and figure of each stage whose program is built
 # exists and parses (SVG with xmllint, PNG by its signature), the report
 # lists them, and the planted truth is found: plant's levels; the organism's
 # levels, norm law and swap decisions (its truth/ tables).
 # Stages whose program has not landed are skipped visibly (# SKIP).
-# Also: the Slurm wrapper with a stand-in srun on PATH, resumability, and
-# the helpers' bad-input errors.
+# Also: the Slurm wrapper with a stand-in srun on PATH (the real Slurm is
+# tests/e2e/slurm.sh), resumability after a failure (a missing model folder,
+# a failing stage, a failing command inside a pipe: no partial output, and a
+# rerun after the fix continues), `make list` without side effects, no
+# stage using a program built under tests/, and the helpers' bad-input
+# errors.
 . "$(dirname "$0")/../lib.sh"
 PL=$SS_ROOT/pipelines
 have() { [ -x "$SS_BIN/$1" ]; }
@@ -75,8 +79,8 @@ fitv() { awk -F'\t' -v y="$2" -v c="$3" 'NR == 1 { for (i = 1; i <= NF; i++) k[$
 t0=$(date +%s)
 # Planted traces: the statistics stages against plant's truth (12:4, 12:10,
 # 18:6 and lifetime slope 4 per ln norm in pipelines/models/planted.yaml).
-if [ -x "$SS_BUILD/tools/plant" ]; then
-	SRC="" NOACTS=1 check_model planted "$TMP/planted" PLANT="$SS_BUILD/tools/plant"
+if [ -x "$SS_BIN/sinkplant" ]; then
+	SRC="" NOACTS=1 check_model planted "$TMP/planted"
 	if have sinklevels; then
 		t_eq "planted: the planted levels are found" "12:4 12:10 18:6" "$(cells "$TMP/planted/levels.tsv")"
 		t_num "planted: norm-law slope of lifetime (planted 4)" 4 "$(fitv "$TMP/planted/normlaw.tsv" lifetime slope)" 0.15
@@ -98,17 +102,17 @@ if [ -x "$SS_BUILD/tools/plant" ]; then
 		t_skip "planted: levels and law" "sinklevels not built yet"
 	fi
 else
-	t_skip "planted: pipeline" "build/tools/plant not built"
+	t_skip "planted: pipeline" "bin/sinkplant not built"
 fi
 
-check_model stories260k "$TMP/stories260k" TOKENIZE="$SS_BUILD/tools/tokenize"
+check_model stories260k "$TMP/stories260k"
 # Resumable: after an interruption (one trace's dump lost), a second run
 # redoes that trace only.
 if have actdump; then
 	rm -f "$TMP/stories260k/h5/t001.h5"
 	before=$(stat -c %Y "$TMP/stories260k/h5/t002.h5")
 	sleep 1
-	make -s -C "$PL" MODEL=stories260k OUT="$TMP/stories260k" BIN="$SS_BIN" TOKENIZE="$SS_BUILD/tools/tokenize" >/dev/null 2>&1
+	make -s -C "$PL" MODEL=stories260k OUT="$TMP/stories260k" BIN="$SS_BIN" >/dev/null 2>&1
 	t_ok "resume: the missing trace is redone" test -s "$TMP/stories260k/h5/t001.h5"
 	t_eq "resume: finished traces are not recomputed" "$before" "$(stat -c %Y "$TMP/stories260k/h5/t002.h5")"
 else
@@ -122,7 +126,7 @@ if [ ! -f "$org/config.json" ] && have mkorganism; then
 	"$SS_BIN/mkorganism" -o "$org" >/dev/null 2>&1 || t_fail "mkorganism builds the organism"
 fi
 if [ -f "$org/config.json" ]; then
-	check_model organism "$TMP/organism" MODEL_DIR="$org" TOKENIZE="$SS_BUILD/tools/tokenize"
+	check_model organism "$TMP/organism" MODEL_DIR="$org"
 	o=$TMP/organism
 	if have actdump && have sinklevels; then
 		t_eq "organism: the planted levels are found" "$(cells "$org/truth/levels.tsv")" "$(cells "$o/levels.tsv")"
@@ -168,14 +172,89 @@ t_eq "srun-shell runs the recipe as a job step" "from-step" "$out"
 t_match "srun-shell passes the step flags" '^srun -n1 -c2 --mem=1G :: bash' "$(cat "$TMP/srun.log")"
 if have actdump && have sinkdetect; then
 	PATH=$TMP/fakebin:$PATH SRUN_LOG=$TMP/srun2.log make -s -C "$PL" MODEL=stories260k OUT="$TMP/slurm" \
-		BIN="$SS_BIN" TOKENIZE="$SS_BUILD/tools/tokenize" SLURM=1 THREADS=1 -j2 \
+		BIN="$SS_BIN" SLURM=1 THREADS=1 -j2 \
 		"$TMP"/slurm/episodes/t00{1,2,3}.tsv >/dev/null 2>&1
 	t_eq "SLURM=1: one job step per trace and stage" 6 "$(grep -c '^srun --ntasks=1 --cpus-per-task=1 --mem=16G --job-name=ss-stories260k :: bash' "$TMP/srun2.log" 2>/dev/null)"
+	t_eq "SLURM=1: a step's bash fails on a failing command of a pipe" 'rc=1' \
+		"$(PATH=$TMP/fakebin:$PATH SRUN_LOG=$TMP/srun3.log "$PL/bin/srun-shell" -n1 -- -c 'false | true; echo not-reached' 2>&1; echo "rc=$?")"
 	t_eq "SLURM=1: same episodes as the local run" "$(cat "$TMP/stories260k"/episodes/*.tsv | md5sum)" \
 		"$(cat "$TMP/slurm"/episodes/*.tsv 2>/dev/null | md5sum)"
 else
 	t_skip "SLURM=1 through make" "actdump/sinkdetect not built yet"
 fi
+
+# --- failures, then resumption -------------------------------------------
+# files OUT: every file under OUT but config.mk and the traces' text
+outputs() { (cd "$1" 2>/dev/null && find . -type f ! -name config.mk ! -path './traces/*' | sort); }
+if have actdump && have sinkdetect; then
+	# a missing model folder: one line naming it, before any stage, nothing made
+	o=$TMP/nomodel
+	make -s -C "$PL" MODEL=stories260k OUT="$o" BIN="$SS_BIN" MODEL_DIR="$TMP/m" >"$TMP/nm.out" 2>"$TMP/nm.err"; rc=$?
+	t_eq "model folder absent: make fails" 2 "$rc"
+	t_match "model folder absent: one line names it" "checkmodel: $TMP/m: no such model folder" "$(head -1 "$TMP/nm.err")"
+	t_eq "model folder absent: no stage ran, no output" "" "$(outputs "$o")"
+	mkdir -p "$TMP/m" && cp "$SS_ROOT/examples/models/stories260k/config.json" "$TMP/m/"
+	make -s -C "$PL" MODEL=stories260k OUT="$o" BIN="$SS_BIN" MODEL_DIR="$TMP/m" >/dev/null 2>"$TMP/nm.err"
+	t_match "model folder incomplete: what is missing, in one line" \
+		"^checkmodel: $TMP/m: missing weights \(\*\.safetensors\), tokenizer\.json$" "$(grep -v '^make' "$TMP/nm.err")"
+	t_eq "model folder incomplete: no output" "" "$(outputs "$o")"
+	cp "$SS_ROOT/examples/models/stories260k/"{model.safetensors,tokenizer.json} "$TMP/m/"
+	t_ok "model folder completed: the rerun makes the report" make -s -C "$PL" MODEL=stories260k OUT="$o" BIN="$SS_BIN" MODEL_DIR="$TMP/m"
+	t_eq "model folder completed: the same episodes as a run that never failed" \
+		"$(cat "$TMP/stories260k"/episodes/*.tsv | md5sum)" "$(cat "$o"/episodes/*.tsv 2>/dev/null | md5sum)"
+
+	# a failing stage (sinkdetect fails after writing half a table): nothing
+	# of it is left; the rerun after the fix redoes it, not the dumps
+	o=$TMP/failstage
+	mkdir -p "$TMP/badbin"
+	for p in "$SS_BIN"/*; do ln -sf "$p" "$TMP/badbin/"; done
+	rm -f "$TMP/badbin/sinkdetect"
+	printf '#!/bin/sh\nprintf "pos\\tl_start\\n1\\t"; echo "sinkdetect: disk on fire" >&2; exit 1\n' >"$TMP/badbin/sinkdetect"
+	chmod +x "$TMP/badbin/sinkdetect"
+	make -s -C "$PL" MODEL=stories260k OUT="$o" BIN="$TMP/badbin" >/dev/null 2>"$TMP/fs.err"; rc=$?
+	t_eq "failing stage: make fails" 2 "$rc"
+	t_eq "failing stage: no episode table, no temporary, left" "" "$(outputs "$o" | grep -E 'episodes|\.tmp' || true)"
+	t_eq "failing stage: the dumps before it are kept" 3 "$(ls "$o"/h5/*.h5 2>/dev/null | wc -l | tr -d ' ')"
+	before=$(stat -c %Y "$o"/h5/*.h5 | md5sum)
+	sleep 1
+	t_ok "failing stage fixed: the rerun makes the report" make -s -C "$PL" MODEL=stories260k OUT="$o" BIN="$SS_BIN"
+	t_eq "failing stage fixed: the dumps are not recomputed" "$before" "$(stat -c %Y "$o"/h5/*.h5 | md5sum)"
+	t_eq "failing stage fixed: the same episodes as a run that never failed" \
+		"$(cat "$TMP/stories260k"/episodes/*.tsv | md5sum)" "$(cat "$o"/episodes/*.tsv 2>/dev/null | md5sum)"
+else
+	t_skip "failures and resumption" "actdump/sinkdetect not built yet"
+fi
+# a failing command inside a pipe (tsne failing under bin/tsnescan's
+# `tsne | awk`): the t-SNE stage fails, leaves nothing, and reruns after
+o=$TMP/organism
+if have tsne && [ -s "$o/tsne.tsv" ] && [ "$(wc -l <"$o/levels.tsv")" -gt 1 ]; then
+	cp "$o/tsne.tsv" "$TMP/tsne.ok"; cp "$o/separability.tsv" "$TMP/sep.ok"
+	rm -f "$o/tsne.tsv" "$o/separability.tsv"
+	mkdir -p "$TMP/badtsne"
+	for p in "$SS_BIN"/*; do ln -sf "$p" "$TMP/badtsne/"; done
+	rm -f "$TMP/badtsne/tsne"
+	printf '#!/bin/sh\necho "tsne: out of luck" >&2; exit 1\n' >"$TMP/badtsne/tsne"
+	chmod +x "$TMP/badtsne/tsne"
+	make -s -C "$PL" MODEL=organism OUT="$o" BIN="$TMP/badtsne" MODEL_DIR="$org" "$o/tsne.tsv" >/dev/null 2>&1; rc=$?
+	t_eq "failing command in a pipe: the stage fails" 2 "$rc"
+	t_eq "failing command in a pipe: no t-SNE table, no temporary, left" "" "$(outputs "$o" | grep -E '^\./(tsne\.tsv|separability)|\.tmp|\.part' || true)"
+	make -s -C "$PL" MODEL=organism OUT="$o" BIN="$SS_BIN" MODEL_DIR="$org" "$o/tsne.tsv" >/dev/null 2>&1
+	t_ok "failing command in a pipe, fixed: the rerun makes the same t-SNE tables" \
+		bash -c 'cmp "$1" "$2" && cmp "$3" "$4"' _ "$TMP/tsne.ok" "$o/tsne.tsv" "$TMP/sep.ok" "$o/separability.tsv"
+else
+	t_skip "failing command in a pipe" "no organism levels or tsne"
+fi
+
+# make list: the models, nothing written
+mkdir -p "$TMP/listcopy" && cp -r "$PL" "$TMP/listcopy/pipelines" && rm -rf "$TMP/listcopy/pipelines/out"
+snap() { (cd "$TMP/listcopy" && find . -printf '%p %s %T@\n' | sort); }
+s0=$(snap)
+l=$(make -s -C "$TMP/listcopy/pipelines" list 2>&1)
+t_eq "make list: the models" "$(cd "$PL/models" && ls *.yaml | sed 's/\.yaml$//')" "$l"
+t_eq "make list: no side effects (nothing written)" "$s0" "$(snap)"
+# no stage uses a program built under tests/ (build/tools)
+t_eq "no pipeline stage uses a program built under tests/" "" \
+	"$(grep -nE 'build/tools|tests/tools|TOKENIZE|PLANT' "$PL/Makefile" "$PL"/bin/* "$PL"/slurm/* || true)"
 
 # Helpers: bad input is one clear line, exit 1, no partial output.
 printf '{"problem":"x"}\n' >"$TMP/bad.jsonl"

@@ -7,11 +7,11 @@
 # nothing on stdout, no output left.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/known.inc"
-PLANT=$SS_BUILD/tools/plant
+PLANT=$SS_BIN/sinkplant
 INJ_SRC=$SS_ROOT/tests/tools/preload/inject.c
 
 if [ ! -x "$SS_BIN/sinkdetect" ] || [ ! -x "$PLANT" ]; then
-	t_skip "sinkdetect faults" "bin/sinkdetect or build/tools/plant not built"; t_done; exit 0
+	t_skip "sinkdetect faults" "bin/sinkdetect or bin/sinkplant not built"; t_done; exit 0
 fi
 chmod 755 "$TMP"
 cd "$TMP" || exit 1

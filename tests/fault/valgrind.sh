@@ -46,7 +46,7 @@ vg "actdump phi3 f16, stats only" 0 actdump -m "$TMP/p3" --ids "$TMP/ids" -o "$T
 vg "actdump missing tensor (exit 1)" 1 actdump -m "$TMP/bad" --ids "$TMP/ids" -o "$TMP/x.h5"
 vg "actdump truncated safetensors (exit 1)" 1 actdump -m "$TMP/trunc" --ids "$TMP/ids" -o "$TMP/x.h5"
 # sinkdetect and sinklevels on a planted trace (independent of actdump)
-PLANT=$SS_BUILD/tools/plant
+PLANT=$SS_BIN/sinkplant
 if [ -x "$PLANT" ] && "$PLANT" -L 12 -T 512 -H 4 --levels 4:3,6:4 --per-level 20 --distractors 5 -o "$TMP/p.h5" 2>/dev/null; then
 	vg "sinkdetect on a planted trace" 0 sinkdetect "$TMP/p.h5"
 	vg "sinkdetect --summary -o OUT.h5" 0 sinkdetect --summary -o "$TMP/p2.h5" "$TMP/p.h5"
@@ -60,6 +60,6 @@ if [ -x "$PLANT" ] && "$PLANT" -L 12 -T 512 -H 4 --levels 4:3,6:4 --per-level 20
 	fi
 	if [ -s "$TMP/a.h5" ]; then vg "sinkdetect on actdump output" 0 sinkdetect "$TMP/a.h5"; fi
 else
-	t_skip "valgrind: sinkdetect, sinklevels" "build/tools/plant not built"
+	t_skip "valgrind: sinkdetect, sinklevels" "bin/sinkplant not built"
 fi
 t_done

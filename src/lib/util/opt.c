@@ -356,3 +356,33 @@ done:
 	free(shorts);
 	return rc;
 }
+
+char *ss_command_line(int argc, char **argv, ss_err *e)
+{
+	size_t n = 1;
+	for (int i = 0; i < argc; i++)
+		n += 3 + 2 * strlen(argv[i]);
+	char *s = ss_malloc(n, 1, "command", e), *p = s;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		int q = !*a || strpbrk(a, " \t\n'\"\\$`*?;&|<>()") != NULL;
+		if (i)
+			*p++ = ' ';
+		if (q)
+			*p++ = '\'';
+		for (; *a; a++) {
+			if (q && *a == '\'') {
+				memcpy(p, "'\\''", 4);
+				p += 4;
+			} else {
+				*p++ = *a;
+			}
+		}
+		if (q)
+			*p++ = '\'';
+	}
+	*p = 0;
+	return s;
+}

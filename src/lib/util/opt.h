@@ -58,6 +58,11 @@ int ss_opt_exit(const ss_prog *p, int r, const ss_err *e);
 /* Print the usage lines ("usage: prog ...") to f. */
 void ss_opt_usage(const ss_prog *p, void *f /* FILE * */);
 
+/* The command line as one shell-quoted string (words with blanks or shell
+ * characters in single quotes), for a trace's "command" attribute;
+ * malloc'd. */
+char *ss_command_line(int argc, char **argv, ss_err *e);
+
 /* Free strings the config file contributed (optional, for leak checkers). */
 void ss_opt_free(void);
 
