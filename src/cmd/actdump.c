@@ -635,7 +635,15 @@ static int run_one(int argc, char **argv, ss_model *Mp, const seq *q, const tok 
 	double t0 = ss_now(), c0 = cpu_seconds();
 	if (fwd_create(&fwd, &M, &fo, T, e) < 0)
 		goto done;
-	ss_stats st = {tr.resid_norm, tr.resid_cos0, tr.attn_out_norm, tr.mlp_out_norm, tr.recv};
+	if (c->n_experts) {   /* /stats/moe_experts, /stats/moe_weights */
+		tr.K = c->top_k;
+		tr.n_experts = c->n_experts;
+		if (!(tr.moe_experts = ss_calloc((size_t)(L * T * tr.K), sizeof(int32_t), "/stats/moe_experts", e)) ||
+		    !(tr.moe_weights = ss_calloc((size_t)(L * T * tr.K), sizeof(float), "/stats/moe_weights", e)))
+			goto done;
+	}
+	ss_stats st = {tr.resid_norm, tr.resid_cos0, tr.attn_out_norm, tr.mlp_out_norm, tr.recv,
+	               tr.moe_experts, tr.moe_weights};
 	if (fwd_prefill(fwd, ids, T, &st, NULL, e) < 0) {
 		ss_progress_end(&pc.p);
 		if (cap.err.status)   /* the capture hook's own message */

@@ -12,6 +12,8 @@ any failed.  Error measures (all must be <= T):
   recv                                      max |a-e|         (a probability)
   /acts/<c>                                 max over (layer, token) of
                                             ||a-e|| / ||e||   (rows of d)
+  moe_experts (when the reference has it)   every choice equal
+  moe_weights                               max |a-e|
 The worst position is named as layer (1-based, 0 = embeddings for rows of
 L+1), head and token.
 """
@@ -91,6 +93,20 @@ def compare(a):
                     ", token %d" % w[-1]
             rep(err.max() <= a.tol, p, "max %s err %.3g at %s (test %.6g, ref %.6g), tol %g" %
                 (kind, err.max(), where, x[w], e[w], a.tol))
+        if "stats/moe_experts" in r:   # mixtures of experts: the routing, exactly, and its weights
+            if "stats/moe_experts" not in t or "stats/moe_weights" not in t:
+                rep(False, "stats/moe_experts", "missing")
+            else:
+                xe, ee = np.asarray(t["stats/moe_experts"]), np.asarray(r["stats/moe_experts"])
+                same = xe.shape == ee.shape and t["stats/moe_experts"].dtype == np.int32
+                nd = int((xe != ee).sum()) if same else -1
+                rep(same and nd == 0, "stats/moe_experts",
+                    "%d of %d choices differ (shape %s, ref %s, dtype %s)" % (nd, ee.size, xe.shape, ee.shape,
+                                                                             t["stats/moe_experts"].dtype))
+                if same:
+                    err = np.abs(np.asarray(t["stats/moe_weights"], np.float64) -
+                                 np.asarray(r["stats/moe_weights"], np.float64))
+                    rep(err.max() <= a.tol, "stats/moe_weights", "max abs err %.3g, tol %g" % (err.max(), a.tol))
         for c in filter(None, a.acts.split(",")):
             p = "acts/" + c
             if p not in t:

@@ -134,6 +134,295 @@ def rotate_half(x):
     return torch.cat((-x[..., h:], x[..., :h]), -1)
 
 
+FAMILIES = ("GPT2LMHeadModel", "GPTNeoXForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+            "Olmo2ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM")
+
+
+def layer_norm(x, w, b, eps):
+    """torch.nn.LayerNorm: biased variance"""
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * w + b
+
+
+def act_fn(name):
+    """transformers' ACT2FN for the names these families use"""
+    if name in ("silu", "swish"):
+        return torch.nn.functional.silu
+    if name == "gelu":
+        return lambda x: torch.nn.functional.gelu(x)                 # exact (erf)
+    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
+        return lambda x: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
+    raise SystemExit("hf_ref: unsupported activation %r" % name)
+
+
+def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit):
+    """The families beyond the paper, after transformers' modeling_gpt2,
+    modeling_gpt_neox, modeling_gemma2, modeling_gemma3 (text), modeling_olmo2,
+    modeling_mixtral, modeling_qwen2_moe and modeling_qwen3_moe (eager):
+
+      GPT2     h0 = wte[ids] + wpe[pos]; ln_1 -> c_attn (Conv1D: x @ W + b,
+               W [in, out]) split q|k|v; softmax(q k^T / sqrt(hd)); c_proj;
+               h += a; ln_2 -> c_fc -> gelu_new -> c_proj; h += m; ln_f;
+               lm_head = wte (tied)
+      NeoX     query_key_value viewed [T, H, 3 hd] (q, k, v per head);
+               RoPE (rotate_half) on the first hd * rotary_pct dims, base
+               rotary_emb_base; parallel residual: h + attn(ln1(h)) +
+               mlp(ln2(h)), else mlp(ln2(h + a)) + h + a; gelu (erf)
+      Gemma    RMSNorm * (1 + w); h0 = embed * sqrt(d); scores * qpas^-0.5,
+               then cap tanh(s / cap) (attn_logit_softcapping) before the
+               mask; post_attention_layernorm on the attention output,
+               pre_/post_feedforward_layernorm around the GeGLU MLP; sliding
+               layers (Gemma 2: even layers; Gemma 3: layer_types or all but
+               every sliding_window_pattern-th, with rope_local_base_freq);
+               Gemma 3: q_norm/k_norm per head; final_logit_softcapping
+      OLMo2    attention and MLP read h itself; q_norm/k_norm over the whole
+               projection; post_attention_layernorm / post_feedforward_layernorm
+               on the outputs before each residual add
+      MoE      router softmax (float), topk, renormalised (Mixtral; Qwen:
+               norm_topk_prob); m = sum_k w_k expert_k(x); Qwen2-MoE adds
+               sigmoid(shared_expert_gate(x)) * shared_expert(x)
+    """
+    arch = cfg["architectures"][0]
+    gpt2 = arch == "GPT2LMHeadModel"
+    neox = arch == "GPTNeoXForCausalLM"
+    gemma = arch.startswith("Gemma")
+    gemma3 = arch == "Gemma3ForCausalLM"
+    olmo2 = arch == "Olmo2ForCausalLM"
+    moe = arch in ("MixtralForCausalLM", "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM")
+    g = (lambda k, dflt=None: cfg.get(k, dflt))
+    d = g("n_embd") if gpt2 else g("hidden_size")
+    L = g("n_layer") if gpt2 else g("num_hidden_layers")
+    H = g("n_head") if gpt2 else g("num_attention_heads")
+    KV = g("num_key_value_heads") or H
+    hd = g("head_dim") or d // H
+    eps = g("layer_norm_epsilon", 1e-5) if gpt2 else g("layer_norm_eps", 1e-5) if neox else g("rms_norm_eps", 1e-6)
+    T = len(ids)
+    if dt != torch.float64:
+        w = {k: v.to(dt) for k, v in w.items()}
+    w = Used(w)
+    root = "transformer." if gpt2 and "transformer.wte.weight" in w else ""
+    for k in list(w.keys()):   # buffers, not weights (strict loading ignores them)
+        if k.endswith((".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias",
+                       "rotary_emb.inv_freq")):
+            w.seen.add(k)
+    ids_t = torch.tensor(ids, dtype=torch.long)
+    if gpt2:
+        act = act_fn(g("activation_function", "gelu_new"))
+    elif neox:
+        act = act_fn(g("hidden_act", "gelu"))
+    elif gemma:
+        act = act_fn(g("hidden_activation") or g("hidden_act", "gelu_pytorch_tanh"))
+    else:
+        act = act_fn(g("hidden_act", "silu"))
+
+    def norm(x, name):
+        if gpt2 or neox:
+            return layer_norm(x, w[name + ".weight"], w[name + ".bias"], eps)
+        if gemma:
+            return rms(x, 1.0 + w[name + ".weight"], eps)
+        return rms(x, w[name + ".weight"], eps)
+
+    def lin(x, name, bias=False):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if bias else y
+
+    # RoPE tables (global; Gemma 3's local layers get their own base)
+    def tables(c, rd):
+        freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq_of(c, rd))
+        emb = torch.cat((freqs, freqs), -1)
+        return emb.cos().to(dt), emb.sin().to(dt)
+    if neox:
+        rd = int(hd * g("rotary_pct", 0.25))
+        c2 = dict(cfg)
+        c2["rope_theta"] = g("rope_theta", g("rotary_emb_base", 10000))
+    else:
+        rd, c2 = hd, cfg
+    rope_g = None if gpt2 else tables(c2, rd)
+    rope_l = None
+    if gemma3:
+        c3 = dict(cfg)
+        c3["rope_theta"] = g("rope_local_base_freq", 10000.0)
+        c3["rope_scaling"] = None
+        rope_l = tables(c3, rd)
+
+    # which layers slide, and by how much
+    window = [None] * L
+    if gemma:
+        lt = g("layer_types")
+        if lt is None:
+            pat = 2 if not gemma3 else g("sliding_window_pattern", 6)
+            lt = ["sliding_attention" if (i + 1) % pat else "full_attention" for i in range(L)]
+        window = [g("sliding_window", 4096) if t == "sliding_attention" else None for t in lt]
+    elif arch == "MixtralForCausalLM" and g("sliding_window"):
+        window = [g("sliding_window")] * L
+    i = torch.arange(T)
+
+    def mask_of(win):
+        allowed = i[:, None] >= i[None, :]
+        if win is not None and win < T:
+            allowed &= (i[:, None] - i[None, :]) < win
+        return torch.where(allowed, 0.0, float("-inf")).to(dt)
+
+    scale = g("query_pre_attn_scalar", hd) ** -0.5 if gemma else 1.0 / math.sqrt(hd)
+    cap = g("attn_logit_softcapping") if gemma else None
+    qkv_bias = arch == "Qwen2MoeForCausalLM" or bool(g("attention_bias")) and not neox
+    if gpt2:
+        h = w[root + "wte.weight"][ids_t] + w[root + "wpe.weight"][torch.arange(T)]
+    elif neox:
+        h = w["gpt_neox.embed_in.weight"][ids_t]
+    else:
+        h = w["model.embed_tokens.weight"][ids_t]
+        if gemma:
+            h = h * torch.tensor(d ** 0.5, dtype=dt)
+    h = edit(0, "resid", h)
+    hs, attn_outs, mlp_ins, mlp_outs, recv, experts, eweights = [h], [], [], [], [], [], []
+    for l in range(L):
+        p = (root + "h.%d." % l) if gpt2 else ("gpt_neox.layers.%d." % l) if neox else ("model.layers.%d." % l)
+        # attention
+        if gpt2:
+            x = norm(h, p + "ln_1")
+            qkv = x @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+            q, k, v = qkv.split(d, -1)
+        elif neox:
+            x = norm(h, p + "input_layernorm")
+            qkv = lin(x, p + "attention.query_key_value", g("attention_bias", True))
+            qkv = qkv.view(T, H, 3 * hd)
+            q, k, v = (qkv[..., :hd].reshape(T, H * hd), qkv[..., hd:2 * hd].reshape(T, H * hd),
+                       qkv[..., 2 * hd:].reshape(T, H * hd))
+        else:
+            x = h if olmo2 else norm(h, p + "input_layernorm")
+            q = lin(x, p + "self_attn.q_proj", qkv_bias)
+            k = lin(x, p + "self_attn.k_proj", qkv_bias)
+            v = lin(x, p + "self_attn.v_proj", qkv_bias)
+            if olmo2:
+                q = rms(q, w[p + "self_attn.q_norm.weight"], eps)
+                k = rms(k, w[p + "self_attn.k_norm.weight"], eps)
+        q = q.view(T, H, hd).transpose(0, 1)
+        k = k.view(T, KV, hd).transpose(0, 1)
+        v = v.view(T, KV, hd).transpose(0, 1)
+        if gemma3 or arch == "Qwen3MoeForCausalLM":
+            nq = (lambda x, n: rms(x, 1.0 + w[n], eps)) if gemma3 else (lambda x, n: rms(x, w[n], eps))
+            q = nq(q, p + "self_attn.q_norm.weight")
+            k = nq(k, p + "self_attn.k_norm.weight")
+        if not gpt2:
+            cos, sin = rope_l if (rope_l is not None and window[l] is not None) else rope_g
+            def rope(x):
+                xr, xp = x[..., :rd], x[..., rd:]
+                return torch.cat((xr * cos + rotate_half(xr) * sin, xp), -1)
+            q, k = rope(q), rope(k)
+        rep = H // KV
+        k = k.repeat_interleave(rep, 0)
+        v = v.repeat_interleave(rep, 0)
+        s = (q @ k.transpose(1, 2)) * scale
+        if cap:
+            s = torch.tanh(s / cap) * cap
+        A = torch.softmax(s + mask_of(window[l]), -1)
+        o = (A @ v).transpose(0, 1).reshape(T, H * hd)
+        if gpt2:
+            a = o @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+        elif neox:
+            a = lin(o, p + "attention.dense", g("attention_bias", True))
+        else:
+            a = lin(o, p + "self_attn.o_proj", bool(g("attention_bias")) and not moe)
+            if gemma or olmo2:
+                a = norm(a, p + "post_attention_layernorm")
+        a = edit(l + 1, "attn_out", a)
+        recv.append(A.sum(1) / (T - torch.arange(T, dtype=dt)))
+        mid = h + a
+        # MLP input
+        if gpt2:
+            x2 = norm(mid, p + "ln_2")
+        elif neox:
+            x2 = norm(h if g("use_parallel_residual", True) else mid, p + "post_attention_layernorm")
+        elif gemma:
+            x2 = norm(mid, p + "pre_feedforward_layernorm")
+        elif olmo2:
+            x2 = mid
+        else:
+            x2 = norm(mid, p + "post_attention_layernorm")
+        x2 = edit(l + 1, "mlp_in", x2)
+        if gpt2:
+            m = act(x2 @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]) @ w[p + "mlp.c_proj.weight"] \
+                + w[p + "mlp.c_proj.bias"]
+        elif neox:
+            m = lin(act(lin(x2, p + "mlp.dense_h_to_4h", True)), p + "mlp.dense_4h_to_h", True)
+        elif moe:
+            mix = arch == "MixtralForCausalLM"
+            pm = p + ("block_sparse_moe." if mix else "mlp.")
+            E = g("num_local_experts") if mix else g("num_experts")
+            K = g("num_experts_per_tok")
+            probs = torch.softmax(lin(x2, pm + "gate"), -1)
+            tw, ti = torch.topk(probs, K, -1)
+            if mix or g("norm_topk_prob", False):
+                tw = tw / tw.sum(-1, keepdim=True)
+            m = torch.zeros_like(x2)
+            names = ("w1", "w3", "w2") if mix else ("gate_proj", "up_proj", "down_proj")
+            for e in range(E):
+                pe = pm + "experts.%d." % e
+                tok, slot = torch.where(ti == e)
+                if len(tok) == 0:
+                    for nme in names:
+                        w.seen.add(pe + nme + ".weight")
+                    continue
+                xe = x2[tok]
+                ye = lin(act(lin(xe, pe + names[0])) * lin(xe, pe + names[1]), pe + names[2])
+                m.index_add_(0, tok, ye * tw[tok, slot][:, None])
+            if arch == "Qwen2MoeForCausalLM":
+                ps = pm + "shared_expert."
+                sh = lin(act(lin(x2, ps + "gate_proj")) * lin(x2, ps + "up_proj"), ps + "down_proj")
+                m = m + torch.sigmoid(lin(x2, pm + "shared_expert_gate")) * sh
+            experts.append(ti)
+            eweights.append(tw)
+        else:
+            m = lin(act(lin(x2, p + "mlp.gate_proj")) * lin(x2, p + "mlp.up_proj"), p + "mlp.down_proj")
+        if gemma or olmo2:
+            m = norm(m, p + "post_feedforward_layernorm")
+        m = edit(l + 1, "mlp_out", m)
+        h = edit(l + 1, "resid", mid + m)
+        hs.append(h)
+        attn_outs.append(a)
+        mlp_ins.append(x2)
+        mlp_outs.append(m)
+    fn = (root + "ln_f") if gpt2 else "gpt_neox.final_layer_norm" if neox else "model.norm"
+    final = norm(h, fn)
+    if hf_last_norm:
+        hs[-1] = final
+    if g("tie_word_embeddings", gpt2 or gemma):
+        head = w[(root + "wte.weight") if gpt2 else "gpt_neox.embed_in.weight" if neox
+                 else "model.embed_tokens.weight"]
+    elif neox:
+        head = w["embed_out.weight"]
+    else:
+        head = w["lm_head.weight"]
+    if "lm_head.weight" in w:
+        w.seen.add("lm_head.weight")
+    logits = final @ head.T
+    if gemma and g("final_logit_softcapping"):
+        fc = g("final_logit_softcapping")
+        logits = torch.tanh(logits / fc) * fc
+    unused = w.unused()
+    if unused:
+        raise SystemExit("hf_ref: tensors not used by %s: %s" % (arch, ", ".join(unused[:4])))
+    R = torch.stack(hs)
+    out = {
+        "resid_norm": R.norm(dim=-1),
+        "resid_cos0": torch.nn.functional.cosine_similarity(R, R[:, :1, :].expand_as(R), dim=-1,
+                                                            eps=1e-300),
+        "attn_out_norm": torch.stack(attn_outs).norm(dim=-1),
+        "mlp_out_norm": torch.stack(mlp_outs).norm(dim=-1),
+        "recv": torch.stack(recv),
+        "logits": logits,
+    }
+    if moe:
+        out["moe_experts"] = torch.stack(experts).to(torch.int32)
+        out["moe_weights"] = torch.stack(eweights)
+    if keep_acts:
+        out["acts"] = {"resid": R, "attn_out": torch.stack(attn_outs),
+                       "mlp_in": torch.stack(mlp_ins), "mlp_out": torch.stack(mlp_outs)}
+    return out
+
+
 def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, edit=None,
             allowed_of=None, attn_hook=None):
     """dt=torch.float32 gives an f32 run of the same code: the size of the
@@ -145,6 +434,10 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
     probabilities [H, T, T] of each layer."""
     if edit is None:
         edit = lambda l, c, x: x
+    if cfg["architectures"][0] in FAMILIES:
+        if allowed_of is not None or attn_hook is not None:
+            raise SystemExit("hf_ref: key selections are not implemented for %s" % cfg["architectures"][0])
+        return forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit)
     if dt != torch.float64:
         w = {k: v.to(dt) for k, v in w.items()}
     w = Used(w)
@@ -268,23 +561,28 @@ def weight_dtype(model_dir):
 
 def write_h5(path, model_dir, cfg, ids, out):
     import h5py
-    L = cfg["num_hidden_layers"]
-    H = cfg["num_attention_heads"]
+    L = cfg.get("num_hidden_layers") or cfg["n_layer"]
+    H = cfg.get("num_attention_heads") or cfg["n_head"]
+    d = cfg.get("hidden_size") or cfg["n_embd"]
     with h5py.File(path, "w") as f:
         f.attrs["sinkscope_format"] = 1
         f.attrs["model"] = model_dir
         f.attrs["architecture"] = cfg["architectures"][0]
         f.attrs["n_layers"] = L
-        f.attrs["d_model"] = cfg["hidden_size"]
+        f.attrs["d_model"] = d
         f.attrs["n_heads"] = H
         f.attrs["n_kv_heads"] = cfg.get("num_key_value_heads") or H
-        f.attrs["head_dim"] = cfg.get("head_dim") or cfg["hidden_size"] // H
+        f.attrs["head_dim"] = cfg.get("head_dim") or d // H
         f.attrs["weight_dtype"] = weight_dtype(model_dir)
         f.attrs["generator"] = "hf_ref.py (float64 torch %s)" % torch.__version__
         f.attrs["command"] = " ".join(sys.argv)
         f["tokens/ids"] = np.asarray(ids, np.int32)
         for k in ("resid_norm", "resid_cos0", "attn_out_norm", "mlp_out_norm", "recv"):
             f["stats/" + k] = out[k].numpy()        # float64: the reference keeps full precision
+        if "moe_experts" in out:
+            f["stats/moe_experts"] = out["moe_experts"].numpy()
+            f["stats/moe_experts"].attrs["n_experts"] = cfg.get("num_local_experts") or cfg["num_experts"]
+            f["stats/moe_weights"] = out["moe_weights"].numpy()
         for c, a in out.get("acts", {}).items():
             ds = f.create_dataset("acts/" + c, data=a.numpy())
             ds.attrs["layers"] = np.arange(0 if c == "resid" else 1, L + 1, dtype=np.int64)

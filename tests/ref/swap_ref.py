@@ -6,6 +6,9 @@ float64 PyTorch reference (hf_ref.py) with interventions.
     swap_ref.py targets TRACE.h5 TAU_COS TAU_NORM N     episode starts (TSV)
     swap_ref.py swaps MODEL TRACE.h5 TARGETS WINDOW TAU_COS TAU_NORM
     swap_ref.py probe MODEL TRACE.h5 TARGETS LAYER K ALPHAS TAU_COS TAU_NORM
+                                              (LAYER "first": the first target's)
+    swap_ref.py batch FILE     lines "OUT COMMAND ARGS...": each command's
+                               stdout into OUT, in one torch start-up
 
 Token pieces of the test traces: id % 3 == 0 -> ",", == 1 -> " ", else
 "w<id>", so the control set (space, punct, digit classes) is known.  Every
@@ -63,10 +66,24 @@ def read_targets(path):
             if "kind" not in h or r[h.index("kind")] != "primary"]
 
 
-def main():
-    cmd = sys.argv[1]
+def main(argv=None):
+    if argv is None:
+        argv = sys.argv
+    if argv[1] == "batch":
+        for line in open(argv[2]):
+            if not line.strip():
+                continue
+            out, *args = line.split()
+            with open(out, "w") as f:
+                old, sys.stdout = sys.stdout, f
+                try:
+                    main([argv[0]] + args)
+                finally:
+                    sys.stdout = old
+        return
+    cmd = argv[1]
     if cmd == "trace":
-        md, idf, out = sys.argv[2:5]
+        md, idf, out = argv[2:5]
         cfg, w = hf_ref.load(md)
         ids = hf_ref.read_ids(idf)
         hf_ref.write_h5(out, md, cfg, ids, hf_ref.forward(cfg, w, ids))
@@ -75,7 +92,7 @@ def main():
                              dtype=h5py.string_dtype("utf-8"))
         return
     if cmd == "targets":
-        tp, tc, tn, n = sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+        tp, tc, tn, n = argv[2], float(argv[3]), float(argv[4]), int(argv[5])
         ids, text, st, _ = read_trace(tp)
         m = sinks(st["resid_norm"], st["resid_cos0"], tc, tn)
         print("trace\tpos\tkind\tl_start\tl_end\tlifetime")
@@ -90,11 +107,11 @@ def main():
                     got += 1
                     break
         return
-    md, tp, tgp = sys.argv[2:5]
+    md, tp, tgp = argv[2:5]
     cfg, w = hf_ref.load(md)
     ids, text, st, acts = read_trace(tp)
     if cmd == "swaps":
-        W, tc, tn = int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
+        W, tc, tn = int(argv[5]), float(argv[6]), float(argv[7])
         ctl = controls(text, st["resid_norm"], st["resid_cos0"], tc, tn)
         base = hf_ref.forward(cfg, w, ids)["acts"]
         print("pos\tlayer\tcomponent\tnorm\tcos0\tmedian\tscore\tsink")
@@ -118,9 +135,10 @@ def main():
                     print("%d\t%d\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%d" % (j, l, comp, nrm[j], cos, med, score, sink))
         return
     if cmd == "probe":
-        ls, K = int(sys.argv[5]), int(sys.argv[6])
-        alphas = [float(a) for a in sys.argv[7].split(",")]
-        tc, tn = float(sys.argv[8]), float(sys.argv[9])
+        ls = read_targets(tgp)[0][1] if argv[5] == "first" else int(argv[5])
+        K = int(argv[6])
+        alphas = [float(a) for a in argv[7].split(",")]
+        tc, tn = float(argv[8]), float(argv[9])
         ctl = controls(text, st["resid_norm"], st["resid_cos0"], tc, tn)
         fs = [j for j, l in read_targets(tgp) if l == ls]
         X = acts["mlp_in"][ls - 1].astype(np.float64)
@@ -133,15 +151,22 @@ def main():
         order = np.argsort(ev)[::-1]
         ev, V = ev[order], V[:, order]
         total = np.trace(C)
-        p = "model.layers.%d." % (ls - 1)
 
         def mlp(x):
-            x = torch.tensor(x)
-            if cfg["architectures"][0] == "Phi3ForCausalLM":
-                g, up = (x @ w[p + "mlp.gate_up_proj.weight"].T).chunk(2, -1)
-            else:
-                g, up = x @ w[p + "mlp.gate_proj.weight"].T, x @ w[p + "mlp.up_proj.weight"].T
-            return ((torch.nn.functional.silu(g) * up) @ w[p + "mlp.down_proj.weight"].T).numpy()
+            """MLP_ls of the rows x, for every family: the reference forward
+            pass with those rows put at mlp_in of layer ls, mlp_out taken"""
+            x = np.atleast_2d(x)
+            got = {}
+
+            def edit(layer, c, v):
+                if layer == ls and c == "mlp_in":
+                    v = v.clone()
+                    v[:len(x)] = torch.tensor(x)
+                if layer == ls and c == "mlp_out":
+                    got["y"] = v[:len(x)].numpy().copy()
+                return v
+            hf_ref.forward(cfg, w, ids, keep_acts=False, edit=edit)
+            return got["y"] if len(x) > 1 else got["y"][0]
         y0 = np.linalg.norm(mlp(mu))
         print("component\tvar_ratio\tproj_sinks\tproj_controls\talpha\tgain\tcos_u")
         for i in range(K):

@@ -156,7 +156,7 @@ int main(int argc, char **argv)
 	for (int run = 0; run < 2; run++) {
 		float *p = st[run];
 		ss_stats s = {p, p + (L + 1) * T, p + 2 * (L + 1) * T, p + 2 * (L + 1) * T + L * T,
-		              p + 2 * (L + 1) * T + 2 * L * T};
+		              p + 2 * (L + 1) * T + 2 * L * T, NULL, NULL};
 		M.drop_cache = run == 1;
 		sm.base = rss_file_kb();
 		if (fwd_prefill(f, ids, T, &s, hh[run], &e) < 0) {

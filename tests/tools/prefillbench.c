@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	ss_stats st = {
 		calloc((size_t)((c->n_layers + 1) * T), 4), calloc((size_t)((c->n_layers + 1) * T), 4),
 		calloc((size_t)(c->n_layers * T), 4), calloc((size_t)(c->n_layers * T), 4),
-		calloc((size_t)(c->n_layers * c->n_heads * T), 4)};
+		calloc((size_t)(c->n_layers * c->n_heads * T), 4), NULL, NULL};
 	double *ratio = malloc(sizeof(double) * 4 * (size_t)(rounds + 1));
 	if (!r.A || !r.W || !r.C || !ids || !st.resid_norm || !st.resid_cos0 || !st.attn_out_norm ||
 	    !st.mlp_out_norm || !st.recv || !ratio) {

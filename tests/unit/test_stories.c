@@ -158,7 +158,7 @@ static void test_position0(void **st)
 	float *rn = malloc(sizeof(float) * (L + 1) * T), *rc = malloc(sizeof(float) * (L + 1) * T),
 	      *an = malloc(sizeof(float) * L * T), *mn = malloc(sizeof(float) * L * T),
 	      *recv = malloc(sizeof(float) * L * H * T);
-	ss_stats s = {rn, rc, an, mn, recv};
+	ss_stats s = {rn, rc, an, mn, recv, NULL, NULL};
 	assert_int_equal(fwd_prefill(f, expect, T, &s, NULL, &e), 0);
 	for (long l = 0; l <= L; l++) {
 		double med = 0;   /* mean norm of positions > 0 */

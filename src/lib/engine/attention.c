@@ -62,6 +62,7 @@ struct ss_attn {
 	long hdp, np;     /* hd rounded up to NP; key panels (maxT rounded up) */
 	int nth;
 	float scale;
+	float softcap;    /* scores -> softcap tanh(scores / softcap); 0: none */
 	attn_thread *th;
 	float *kp;        /* [Hkv, np, hd, NP] keys: kp[h][j/16][d][j%16] */
 	float *vp;        /* [Hkv, hdp / NP, np * NP, NP] values: [h][c/16][j][c%16] */
@@ -160,7 +161,8 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 	a->kt = KTILE;
 	a->ntile = ntiles(maxT, a->kt);
 	a->nth = nth < 1 ? 1 : nth;
-	a->scale = (float)(1.0 / sqrt((double)a->hd));
+	a->scale = (float)(c->attn_scale > 0 ? c->attn_scale : 1.0 / sqrt((double)a->hd));
+	a->softcap = (float)c->attn_softcap;
 	a->kcap = -1;
 	a->hdp = (a->hd + NP - 1) / NP * NP;
 	a->np = (maxT + NP - 1) / NP;
@@ -177,6 +179,11 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 fail:
 	attn_free(a);
 	return -1;
+}
+
+void attn_set_layer(ss_attn *a, long window)
+{
+	a->window = window;
 }
 
 int attn_set_key_tile(ss_attn *a, long kt, ss_err *e)
@@ -432,6 +439,8 @@ static void block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 				memset(row, 0, sizeof(float) * (size_t)vlo);
 			if (vhi < w)
 				memset(row + vhi, 0, sizeof(float) * (size_t)(w - vhi));
+			if (a->softcap > 0)
+				k_softcap(sr + vlo, vhi - vlo, a->softcap);
 			float m = k_max(sr + vlo, vhi - vlo), mo = p->mx[x];
 			m = m > mo ? m : mo;
 			double sum = k_exp_shift_to(row + vlo, sr + vlo, vhi - vlo, m);
@@ -491,6 +500,8 @@ static void block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 		long pos = qs + x % nb;
 		long jlo = a->window && pos - a->window + 1 > klo ? pos - a->window + 1 : klo, jhi = pos + 1;
 		float *v = row + (jlo - klo);
+		if (a->softcap > 0)
+			k_softcap(v, jhi - jlo, a->softcap);
 		float mx = k_max(v, jhi - jlo);
 		float inv = (float)(1.0 / k_exp_shift_to(v, v, jhi - jlo, mx));
 		p->mx[x] = inv;
@@ -567,6 +578,10 @@ static void block_sel(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 		float *row = s + x * ld;
 		long r = r0 + x % nb, pos = qs + x % nb;
 		long lo = sel ? sel->lo[r] : 0, nk = sel ? sel->nk[r] : 0, w0 = ng + lo - clo, nw = pos - lo + 1;
+		if (a->softcap > 0) {   /* Gemma 2 */
+			k_softcap(row + w0, nw, a->softcap);
+			k_softcap(row, nk, a->softcap);
+		}
 		float m = k_max(row + w0, nw);
 		if (nk) {
 			float mk = k_max(row, nk);

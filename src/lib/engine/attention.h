@@ -8,7 +8,10 @@
  * each row gets the exact softmax over its visible keys (j <= i, and
  * i - j < sliding_window when set), the probabilities are summed per head
  * and key (float over the block, then double).  Memory per thread:
- * qblock x group x T scores, never T x T; K and V once more, packed. */
+ * qblock x group x T scores, never T x T; K and V once more, packed.
+ * The scale is the config's attn_scale (1/sqrt(head_dim), Gemma's
+ * 1/sqrt(query_pre_attn_scalar)); with attn_softcap the scaled scores
+ * become cap tanh(s / cap) before the mask (Gemma 2). */
 #ifndef SS_ATTENTION_H
 #define SS_ATTENTION_H
 
@@ -23,6 +26,9 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
  * reach every path). */
 int attn_set_key_tile(ss_attn *a, long kt, ss_err *e);
 void attn_free(ss_attn *a);
+/* The sliding window of the next calls (0: none): the layer's (Gemma
+ * alternates); attn_create starts with the config's sliding_window. */
+void attn_set_layer(ss_attn *a, long window);
 double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock);
 
 /* A key selection (cache policies, kvevict(1)) for the queries t0..t0+n-1

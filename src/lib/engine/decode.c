@@ -243,45 +243,7 @@ int dec_mlp(ss_dec *d, int layer, const float *x, long n, float *y, ss_err *e)
 
 int dec_queries(ss_dec *d, int layer, const float *h_prev, long t0, long n, float *q, ss_err *e)
 {
-	const ss_config *c = &d->m->c;
-	const ss_layer_w *lw = &d->m->layers[layer - 1];
-	long dim = c->dim, hd = c->head_dim, qd = c->n_heads * hd;
-	const st_tensor *wq = lw->wq ? lw->wq : lw->wqkv; /* fused: q rows come first */
-	float *w = ss_malloc((size_t)qd * dim, sizeof *w, "query weights", e);
-	float *xn = ss_malloc((size_t)n * dim, sizeof *xn, "normalised inputs", e);
-	float *nw = ss_malloc(dim + 2 * hd + c->rotary_dim, sizeof *nw, "norm weights", e);
-	if (!w || !xn || !nw) {
-		free(w);
-		free(xn);
-		free(nw);
-		return -1;
-	}
-	float *qn = nw + dim, *bq = qn + hd, *inv = bq + hd;
-	st_to_f32(nw, lw->in_norm, 0, dim);
-	st_to_f32(w, wq, 0, qd * dim);
-	for (long i = 0; i < n; i++)
-		ss_rmsnorm(xn + i * dim, h_prev + i * dim, nw, dim, c->eps);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, qd, dim, 1.0f, xn, dim, w, dim,
-	            0.0f, q, qd);
-	if (lw->q_norm)
-		st_to_f32(qn, lw->q_norm, 0, hd);
-	ss_rope_inv_freq(c, inv);
-	for (long i = 0; i < n; i++) {
-		float *qi = q + i * qd;
-		if (lw->bq)
-			for (long h = 0; h < c->n_heads; h++) {
-				st_to_f32(bq, lw->bq, h * hd, hd);
-				for (long k = 0; k < hd; k++)
-					qi[h * hd + k] += bq[k];
-			}
-		for (long h = 0; h < c->n_heads; h++) {
-			if (lw->q_norm)
-				ss_rmsnorm(qi + h * hd, qi + h * hd, qn, hd, c->eps);
-			ss_rope(qi + h * hd, c->rotary_dim, t0 + i, inv);
-		}
-	}
-	free(w);
-	free(xn);
-	free(nw);
+	if (fwd_queries(d->f, layer, h_prev, t0, n, q, e) < 0)
+		return ss_err_prefix(e, "%s", d->m->dir);
 	return 0;
 }

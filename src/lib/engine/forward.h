@@ -16,6 +16,15 @@
  * softmax per row, P.V by sgemm, and the column sums of P accumulated into
  * the attention received:  recv[l][k][j] = (1/(T-j)) sum_{i>=j} A_lk[i][j].
  *
+ * The families beyond the paper's (model.h) change this by flags: LayerNorm
+ * with bias for RMSNorm; no input norm (OLMo 2: x[l] = mid); a norm of the
+ * attention output and of the MLP output before each is added (Gemma,
+ * OLMo 2: a[l] and m[l] are those normalised outputs); the parallel
+ * residual (NeoX: x[l] = Norm_2(h[l-1]), h[l] = h[l-1] + a[l] + m[l]);
+ * GELU, ungated MLPs; learned positions (GPT-2) or Gemma's scaled
+ * embeddings in h[0]; a mixture of experts as the MLP (m[l] is the routed
+ * sum, plus Qwen2-MoE's gated shared expert).
+ *
  * Hooks: one callback sees every hook point of every layer with the
  * activations of a block of tokens; it may modify them (interventions).
  * The plain path (hook NULL) pays nothing.  Results are deterministic for a
@@ -95,6 +104,10 @@ typedef struct ss_stats {
 	float *attn_out_norm;  /* [L * T] */
 	float *mlp_out_norm;   /* [L * T] */
 	float *recv;           /* [L * H * T] */
+	/* mixture of experts (both or neither): each token's top_k experts per
+	 * layer, in decreasing router probability, and their weights in the sum */
+	int32_t *moe_experts;  /* [L * T * top_k] */
+	float *moe_weights;    /* [L * T * top_k] */
 } ss_stats;
 
 typedef struct ss_fwd ss_fwd; /* thread pool, layer f32 weights, scratch */
@@ -121,6 +134,10 @@ int fwd_embed(ss_fwd *f, const int32_t *ids, long t0, long n, float *x, ss_err *
 int fwd_layer(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *vc,
               double *recv_sum, long ld, float *attn_norm, float *mlp_norm, ss_err *e);
 int fwd_logits(ss_fwd *f, const float *x, long n, float *logits, ss_err *e);
+/* The queries of layer l that fwd_layer would compute for positions t0..
+ * from their h[l-1] rows h_prev [n, dim]: q [n, H*hd] after the input norm,
+ * the q projection, q norms and RoPE. */
+int fwd_queries(ss_fwd *f, int l, const float *h_prev, long t0, long n, float *q, ss_err *e);
 
 /* Where the time of everything run so far went (wall seconds, summed over
  * calls), and the FLOPs of the projections (2 M N K per product) and of

@@ -156,6 +156,74 @@ void k_silu_mul(float *g, const float *u, long n)
 		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* GELU's tanh form: 0.5 z (1 + tanh(u)) = z / (1 + exp(-2u)),
+ * u = sqrt(2/pi) (z + 0.044715 z^3); the exact form 0.5 z (1 + erf(z/sqrt 2))
+ * with erf from Abramowitz and Stegun 7.1.26 (|error| <= 1.5e-7):
+ * erf(y) = 1 - (a1 t + ... + a5 t^5) exp(-y^2), t = 1 / (1 + p y), y >= 0 */
+#define GELU_C 0.7978845608028654f   /* sqrt(2/pi) */
+#define AS_P 0.3275911f
+#define AS_A1 0.254829592f
+#define AS_A2 -0.284496736f
+#define AS_A3 1.421413741f
+#define AS_A4 -1.453152027f
+#define AS_A5 1.061405429f
+
+static float erf_as(float y)
+{
+	float a = fabsf(y), t = 1.0f / (1.0f + AS_P * a);
+	float p = ((((AS_A5 * t + AS_A4) * t + AS_A3) * t + AS_A2) * t + AS_A1) * t;
+	float r = 1.0f - p * expf(-a * a);
+	return y < 0 ? -r : r;
+}
+
+void k_gelu_mul(float *g, const float *u, long n, int tanh_form)
+{
+	long i = 0;
+#ifdef __AVX2__
+	const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	for (; i + 8 <= n; i += 8) {
+		__m256 z = _mm256_loadu_ps(g + i), r;
+		if (tanh_form) {
+			__m256 z3 = _mm256_mul_ps(_mm256_mul_ps(z, z), z);
+			__m256 v = _mm256_mul_ps(_mm256_set1_ps(-2.0f * GELU_C),
+			                         _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), z3, z));
+			r = _mm256_div_ps(z, _mm256_add_ps(one, exp8(v)));
+		} else {
+			__m256 y = _mm256_mul_ps(z, _mm256_set1_ps(0.70710678118654752f));
+			__m256 a = _mm256_andnot_ps(sign, y);
+			__m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(AS_P), a, one));
+			__m256 p = _mm256_fmadd_ps(_mm256_set1_ps(AS_A5), t, _mm256_set1_ps(AS_A4));
+			p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(AS_A3));
+			p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(AS_A2));
+			p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(AS_A1));
+			p = _mm256_mul_ps(p, t);
+			__m256 er = _mm256_fnmadd_ps(p, exp8(_mm256_xor_ps(sign, _mm256_mul_ps(a, a))), one);
+			er = _mm256_or_ps(er, _mm256_and_ps(sign, y));   /* erf is odd */
+			r = _mm256_mul_ps(_mm256_mul_ps(half, z), _mm256_add_ps(one, er));
+		}
+		if (u)
+			r = _mm256_mul_ps(r, _mm256_loadu_ps(u + i));
+		_mm256_storeu_ps(g + i, r);
+	}
+#endif
+	for (; i < n; i++) {
+		float z = g[i], r;
+		if (tanh_form)
+			r = z / (1.0f + expf(-2.0f * GELU_C * (z + 0.044715f * z * z * z)));
+		else
+			r = 0.5f * z * (1.0f + erf_as(z * 0.70710678118654752f));
+		g[i] = u ? r * u[i] : r;
+	}
+}
+
+void k_softcap(float *x, long n, float cap)
+{
+	float inv = 1.0f / cap;
+	for (long i = 0; i < n; i++)
+		x[i] = cap * tanhf(x[i] * inv);
+}
+
 float k_max(const float *x, long n)
 {
 	float m = -INFINITY;
@@ -244,6 +312,20 @@ void ss_rmsnorm(float *o, const float *x, const float *w, long n, double eps)
 	float r = (float)(1.0 / sqrt(k_sumsq(x, n) / (double)n + eps));
 	for (long i = 0; i < n; i++)
 		o[i] = w[i] * (x[i] * r);
+}
+
+void ss_layernorm(float *o, const float *x, const float *w, const float *b, long n, double eps)
+{
+	/* torch LayerNorm: (x - mean) / sqrt(var + eps) * w + b, var biased */
+	double m = 0, v = 0;
+	for (long i = 0; i < n; i++)
+		m += x[i];
+	m /= (double)n;
+	for (long i = 0; i < n; i++)
+		v += ((double)x[i] - m) * ((double)x[i] - m);
+	float r = (float)(1.0 / sqrt(v / (double)n + eps)), mf = (float)m;
+	for (long i = 0; i < n; i++)
+		o[i] = w[i] * ((x[i] - mf) * r) + b[i];
 }
 
 void ss_rope(float *x, long rotary_dim, long pos, const float *inv_freq)

@@ -11,6 +11,11 @@ double k_dot(const float *a, const float *b, long n);
 void k_add(float *y, const float *x, long n);
 /* g[i] = silu(g[i]) * u[i],  silu(z) = z / (1 + exp(-z)) */
 void k_silu_mul(float *g, const float *u, long n);
+/* g[i] = gelu(g[i]) * u[i] (u NULL: gelu(g[i])); tanh_form: GELU's tanh
+ * approximation (gelu_new, gelu_pytorch_tanh), else the exact erf form */
+void k_gelu_mul(float *g, const float *u, long n, int tanh_form);
+/* x[i] = cap * tanh(x[i] / cap)  (Gemma 2's soft-capping) */
+void k_softcap(float *x, long n, float cap);
 /* x[i] = exp(x[i] - max) for i < n; returns the sum (double) */
 double k_exp_shift(float *x, long n, float max);
 float k_max(const float *x, long n);
@@ -27,6 +32,8 @@ void k_rope(float *x, long half, const float *cs, const float *sn);
 
 /* Row kernels of the forward pass (unit-tested).  o and x may alias. */
 void ss_rmsnorm(float *o, const float *x, const float *w, long n, double eps);
+/* LayerNorm with weight and bias (biased variance, in double) */
+void ss_layernorm(float *o, const float *x, const float *w, const float *b, long n, double eps);
 /* Rotate one head vector x[hd] at position pos (rotate_half on the first
  * rotary_dim entries); the angle is (float)(pos * inv_freq[i]) as in HF;
  * inv_freq from ss_rope_inv_freq (engine/model.h). */

@@ -11,6 +11,61 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Tensor names of a family: "<layer prefix><L>.<role>.weight" (and ".bias");
+ * NULL where the family has no such tensor. */
+struct ss_names {
+	const char *embed, *pos_embed, *final_norm, *lm_head; /* full names less ".weight" */
+	const char *layer;                                   /* layer prefix, then "%ld." */
+	const char *attn_in, *mlp_in, *attn_out, *mlp_out;   /* norms */
+	const char *q, *k, *v, *qkv, *o, *q_norm, *k_norm;
+	const char *gate, *up, *gate_up, *down;
+	const char *router, *expert;                         /* expert: prefix, then "%ld." */
+	const char *e_gate, *e_up, *e_down;
+	const char *shared, *shared_gate;                    /* shared: prefix of gate/up/down */
+	const char *buffers[3];  /* non-weights some checkpoints store per layer (ignored) */
+};
+
+#define LLAMA_ATTN .embed = "model.embed_tokens", .final_norm = "model.norm", .lm_head = "lm_head", \
+	.layer = "model.layers.", .q = "self_attn.q_proj", .k = "self_attn.k_proj",                  \
+	.v = "self_attn.v_proj", .qkv = "self_attn.qkv_proj", .o = "self_attn.o_proj",              \
+	.q_norm = "self_attn.q_norm", .k_norm = "self_attn.k_norm"
+#define LLAMA_MLP .gate = "mlp.gate_proj", .up = "mlp.up_proj", .gate_up = "mlp.gate_up_proj", \
+	.down = "mlp.down_proj"
+
+static const ss_names llama_names = {
+	LLAMA_ATTN, LLAMA_MLP, .attn_in = "input_layernorm", .mlp_in = "post_attention_layernorm",
+};
+static const ss_names gemma_names = {
+	LLAMA_ATTN, LLAMA_MLP, .attn_in = "input_layernorm", .mlp_in = "pre_feedforward_layernorm",
+	.attn_out = "post_attention_layernorm", .mlp_out = "post_feedforward_layernorm",
+};
+static const ss_names olmo2_names = {
+	LLAMA_ATTN, LLAMA_MLP, .attn_out = "post_attention_layernorm",
+	.mlp_out = "post_feedforward_layernorm",
+};
+static const ss_names gpt2_names = {   /* model_load adds "transformer." where stored so */
+	.embed = "wte", .pos_embed = "wpe", .final_norm = "ln_f", .lm_head = "lm_head",
+	.layer = "h.", .attn_in = "ln_1", .mlp_in = "ln_2", .qkv = "attn.c_attn", .o = "attn.c_proj",
+	.up = "mlp.c_fc", .down = "mlp.c_proj", .buffers = {"attn.bias", "attn.masked_bias"},
+};
+static const ss_names neox_names = {
+	.embed = "gpt_neox.embed_in", .final_norm = "gpt_neox.final_layer_norm", .lm_head = "embed_out",
+	.layer = "gpt_neox.layers.", .attn_in = "input_layernorm", .mlp_in = "post_attention_layernorm",
+	.qkv = "attention.query_key_value", .o = "attention.dense", .up = "mlp.dense_h_to_4h",
+	.down = "mlp.dense_4h_to_h",
+	.buffers = {"attention.bias", "attention.masked_bias", "attention.rotary_emb.inv_freq"},
+};
+static const ss_names mixtral_names = {
+	LLAMA_ATTN, .attn_in = "input_layernorm", .mlp_in = "post_attention_layernorm",
+	.router = "block_sparse_moe.gate", .expert = "block_sparse_moe.experts.", .e_gate = "w1",
+	.e_up = "w3", .e_down = "w2",
+};
+static const ss_names qwen_moe_names = {
+	LLAMA_ATTN, .attn_in = "input_layernorm", .mlp_in = "post_attention_layernorm",
+	.router = "mlp.gate", .expert = "mlp.experts.", .e_gate = "gate_proj", .e_up = "up_proj",
+	.e_down = "down_proj", .shared = "mlp.shared_expert.", .shared_gate = "mlp.shared_expert_gate",
+};
+
 /* The architecture table: everything that differs between the supported
  * architectures, one row each; a flag left out is 0.  Flags read from
  * config.json (attention_bias, mlp_bias, sliding_window, ...) are applied
@@ -23,6 +78,7 @@ enum window_rule {
 };
 typedef struct arch_row {
 	const char *name;       /* "architectures"[0] of config.json */
+	const ss_names *names;  /* tensor names of the family */
 	int qkv_bias;           /* always has q/k/v biases */
 	int qk_norm;            /* per-head RMSNorm of q and k (q_norm, k_norm) */
 	int fused;              /* qkv_proj and gate_up_proj */
@@ -30,14 +86,34 @@ typedef struct arch_row {
 	int mlp_bias_key;       /* honours "mlp_bias" */
 	enum window_rule window;
 	int partial_rotary;     /* honours "partial_rotary_factor" */
+	int tied;               /* tie_word_embeddings when config.json does not say */
+	int gpt2;               /* GPT-2: its config keys (n_embd ...), Conv1D, positions, LayerNorm */
+	int neox;               /* GPT-NeoX: rotary_pct, parallel residual, per-head qkv, LayerNorm */
+	int gemma;              /* 2 or 3: Gemma's norms, GeGLU, scalings, window layers */
+	int olmo2;              /* post-norms only, whole-projection q/k norms */
+	int moe;                /* 1: Mixtral's keys; 2: Qwen-MoE's (moe_intermediate_size ...);
+	                           3: Qwen-MoE's with a shared expert (Qwen2-MoE) */
 } arch_row;
 
 static const arch_row arch_table[] = {
-	{.name = "LlamaForCausalLM", .attn_bias_key = 1, .mlp_bias_key = 1},
-	{.name = "MistralForCausalLM", .window = WINDOW_KEY},
-	{.name = "Qwen2ForCausalLM", .qkv_bias = 1, .window = WINDOW_REFUSED},
-	{.name = "Qwen3ForCausalLM", .qk_norm = 1, .attn_bias_key = 1, .window = WINDOW_REFUSED},
-	{.name = "Phi3ForCausalLM", .fused = 1, .window = WINDOW_KEY, .partial_rotary = 1},
+	{.name = "LlamaForCausalLM", .names = &llama_names, .attn_bias_key = 1, .mlp_bias_key = 1},
+	{.name = "MistralForCausalLM", .names = &llama_names, .window = WINDOW_KEY},
+	{.name = "Qwen2ForCausalLM", .names = &llama_names, .qkv_bias = 1, .window = WINDOW_REFUSED},
+	{.name = "Qwen3ForCausalLM", .names = &llama_names, .qk_norm = 1, .attn_bias_key = 1,
+	 .window = WINDOW_REFUSED},
+	{.name = "Phi3ForCausalLM", .names = &llama_names, .fused = 1, .window = WINDOW_KEY,
+	 .partial_rotary = 1},
+	{.name = "GPT2LMHeadModel", .names = &gpt2_names, .tied = 1, .gpt2 = 1},
+	{.name = "GPTNeoXForCausalLM", .names = &neox_names, .neox = 1},
+	{.name = "Gemma2ForCausalLM", .names = &gemma_names, .attn_bias_key = 1, .tied = 1, .gemma = 2},
+	{.name = "Gemma3ForCausalLM", .names = &gemma_names, .qk_norm = 1, .attn_bias_key = 1,
+	 .tied = 1, .gemma = 3},
+	{.name = "Olmo2ForCausalLM", .names = &olmo2_names, .attn_bias_key = 1, .olmo2 = 1},
+	{.name = "MixtralForCausalLM", .names = &mixtral_names, .window = WINDOW_KEY, .moe = 1},
+	{.name = "Qwen2MoeForCausalLM", .names = &qwen_moe_names, .qkv_bias = 1,
+	 .window = WINDOW_REFUSED, .moe = 3},
+	{.name = "Qwen3MoeForCausalLM", .names = &qwen_moe_names, .qk_norm = 1, .attn_bias_key = 1,
+	 .window = WINDOW_REFUSED, .moe = 2},
 };
 #define N_ARCH (sizeof arch_table / sizeof arch_table[0])
 
@@ -66,6 +142,18 @@ const char *config_arch_list(void)
 {
 	pthread_once(&arch_names_once, arch_names_join);
 	return arch_names;
+}
+
+long config_layer_window(const ss_config *c, int l)
+{
+	if (c->window_per_layer)
+		return l >= 1 && l <= c->n_layers && c->swa_layer[l - 1] ? c->sliding_window : 0;
+	return c->sliding_window;
+}
+
+int config_layer_local_rope(const ss_config *c, int l)
+{
+	return c->rope_local_theta > 0 && config_layer_window(c, l) > 0;
 }
 
 /* Field readers: absent (or null, when allowed) gives the default. */
@@ -153,6 +241,155 @@ static int parse_rope_scaling(ss_config *c, json_t *rs, const char *path, ss_err
 	return 0;
 }
 
+/* The activation named by config.json's key k (absent: def). */
+static int get_act(json_t *o, const char *path, const char *k, ss_act def, ss_act *act, ss_err *e)
+{
+	json_t *x = json_object_get(o, k);
+	*act = def;
+	if (!x)
+		return 0;
+	const char *s = json_string_value(x);
+	static const struct { const char *name; ss_act a; } acts[] = {
+		{"silu", SS_ACT_SILU}, {"swish", SS_ACT_SILU}, {"gelu", SS_ACT_GELU},
+		{"gelu_new", SS_ACT_GELU_TANH}, {"gelu_pytorch_tanh", SS_ACT_GELU_TANH},
+		{"gelu_fast", SS_ACT_GELU_TANH},
+	};
+	for (size_t i = 0; s && i < sizeof acts / sizeof acts[0]; i++)
+		if (!strcmp(s, acts[i].name)) {
+			*act = acts[i].a;
+			return 0;
+		}
+	return ss_err_set(e, "%s:%s: unsupported activation '%s' (supported: silu, gelu, gelu_new, "
+	                  "gelu_pytorch_tanh, gelu_fast)", path, k, s ? s : "?");
+}
+
+/* Gemma's sliding and global layers: layer_types when present, else one
+ * global layer in every `pattern` (Gemma 2: 2, Gemma 3: sliding_window_pattern). */
+static int parse_layer_types(ss_config *c, json_t *o, const char *path, long pattern, ss_err *e)
+{
+	if (c->n_layers > SS_MAX_LAYERS)
+		return ss_err_set(e, "%s:num_hidden_layers: %ld layers with per-layer windows (at most %d)",
+		                  path, c->n_layers, SS_MAX_LAYERS);
+	c->window_per_layer = 1;
+	json_t *lt = json_object_get(o, "layer_types");
+	if (lt && !json_is_null(lt)) {
+		if (!json_is_array(lt) || (long)json_array_size(lt) != c->n_layers)
+			return ss_err_set(e, "%s:layer_types: expected %ld entries", path, c->n_layers);
+		for (long l = 0; l < c->n_layers; l++) {
+			const char *t = json_string_value(json_array_get(lt, (size_t)l));
+			if (t && !strcmp(t, "sliding_attention"))
+				c->swa_layer[l] = 1;
+			else if (!t || strcmp(t, "full_attention"))
+				return ss_err_set(e, "%s:layer_types[%ld]: unsupported layer type '%s' (supported: "
+				                  "sliding_attention, full_attention)", path, l, t ? t : "?");
+		}
+		return 0;
+	}
+	if (pattern < 1)
+		return ss_err_set(e, "%s:sliding_window_pattern: must be positive", path);
+	for (long l = 0; l < c->n_layers; l++)
+		c->swa_layer[l] = (l + 1) % pattern != 0;
+	return 0;
+}
+
+/* The family flags of rows beyond the paper's five (arch_row says which). */
+static int config_family(ss_config *c, const arch_row *A, json_t *o, const char *path, ss_err *e)
+{
+	int b = 0;
+	c->attn_in_norm = c->mlp_in_norm = 1;
+	c->embed_scale = 1;
+	if (A->gpt2 || A->neox) {
+		c->layer_norm = c->ungated = 1;
+		c->qkv_bias = c->o_bias = c->mlp_bias = 1;
+		c->fused_qkv = 1;
+	}
+	if (A->gpt2) {
+		c->abs_pos = c->conv1d = 1;
+		if (get_bool(o, path, "scale_attn_weights", 1, &b, e) < 0)
+			return -1;
+		if (!b)
+			return ss_err_set(e, "%s:scale_attn_weights: false is not supported", path);
+		if (get_bool(o, path, "scale_attn_by_inverse_layer_idx", 0, &b, e) < 0)
+			return -1;
+		if (b)
+			return ss_err_set(e, "%s:scale_attn_by_inverse_layer_idx: true is not supported", path);
+		if (c->max_pos <= 0)
+			return ss_err_set(e, "%s:n_positions: must be positive", path);
+	}
+	if (A->neox) {
+		c->qkv_per_head = 1;
+		if (get_bool(o, path, "use_parallel_residual", 1, &c->parallel_resid, e) < 0 ||
+		    get_bool(o, path, "attention_bias", 1, &b, e) < 0)
+			return -1;
+		c->qkv_bias = c->o_bias = b;
+	}
+	if (A->gemma) {
+		c->norm_plus1 = 1;
+		c->attn_out_norm = c->mlp_out_norm = 1;
+		c->embed_scale = sqrt((double)c->dim);
+		double qpas = 0;
+		if (get_double(o, path, "query_pre_attn_scalar", (double)c->head_dim, &qpas, e) < 0 ||
+		    get_double(o, path, "attn_logit_softcapping", 0, &c->attn_softcap, e) < 0 ||
+		    get_double(o, path, "final_logit_softcapping", 0, &c->final_softcap, e) < 0)
+			return -1;
+		if (!(qpas > 0))
+			return ss_err_set(e, "%s:query_pre_attn_scalar: must be positive", path);
+		if (c->attn_softcap < 0 || c->final_softcap < 0)
+			return ss_err_set(e, "%s:%s: must not be negative", path,
+			                  c->attn_softcap < 0 ? "attn_logit_softcapping" : "final_logit_softcapping");
+		c->attn_scale = pow(qpas, -0.5);
+		long pattern = 2;
+		if (A->gemma == 3 &&
+		    (get_long(o, path, "sliding_window_pattern", 6, 0, &pattern, e) < 0 ||
+		     get_double(o, path, "rope_local_base_freq", 10000, &c->rope_local_theta, e) < 0))
+			return -1;
+		if (A->gemma == 3 && !(c->rope_local_theta > 0))
+			return ss_err_set(e, "%s:rope_local_base_freq: must be positive", path);
+		if (get_long(o, path, "sliding_window", 4096, 0, &c->sliding_window, e) < 0 ||
+		    parse_layer_types(c, o, path, pattern, e) < 0)
+			return -1;
+	}
+	if (A->olmo2) {
+		c->attn_in_norm = c->mlp_in_norm = 0;
+		c->attn_out_norm = c->mlp_out_norm = 1;
+		c->qk_norm_full = 1;
+	}
+	if (A->moe) {
+		const char *ne = A->moe == 1 ? "num_local_experts" : "num_experts";
+		if (get_long(o, path, ne, 0, 1, &c->n_experts, e) < 0 ||
+		    get_long(o, path, "num_experts_per_tok", 2, 0, &c->top_k, e) < 0)
+			return -1;
+		if (c->n_experts < 1 || c->n_experts > 4096)
+			return ss_err_set(e, "%s:%s: %ld experts (supported: 1-4096)", path, ne, c->n_experts);
+		if (c->top_k < 1 || c->top_k > c->n_experts)
+			return ss_err_set(e, "%s:num_experts_per_tok: %ld, expected 1-%ld", path, c->top_k,
+			                  c->n_experts);
+		c->moe_hidden = c->hidden;
+		c->norm_topk = 1;
+		if (A->moe >= 2) {
+			long step = 1;
+			if (get_long(o, path, "moe_intermediate_size", 0, 1, &c->moe_hidden, e) < 0 ||
+			    get_bool(o, path, "norm_topk_prob", 0, &c->norm_topk, e) < 0 ||
+			    get_long(o, path, "decoder_sparse_step", 1, 0, &step, e) < 0)
+				return -1;
+			if (step != 1)
+				return ss_err_set(e, "%s:decoder_sparse_step: %ld is not supported (only 1: every layer sparse)",
+				                  path, step);
+			json_t *mo = json_object_get(o, "mlp_only_layers");
+			if (mo && !json_is_null(mo) && (!json_is_array(mo) || json_array_size(mo)))
+				return ss_err_set(e, "%s:mlp_only_layers: dense layers among sparse ones are not supported",
+				                  path);
+			if (A->moe == 3 && get_long(o, path, "shared_expert_intermediate_size", 0, 1,
+			                            &c->shared_hidden, e) < 0)
+				return -1;
+		}
+		if (c->moe_hidden <= 0)
+			return ss_err_set(e, "%s:%s: must be positive", path,
+			                  A->moe == 1 ? "intermediate_size" : "moe_intermediate_size");
+	}
+	return 0;
+}
+
 int config_load(ss_config *c, const char *dir, ss_err *e)
 {
 	memset(c, 0, sizeof *c);
@@ -183,18 +420,28 @@ int config_load(ss_config *c, const char *dir, ss_err *e)
 		goto done;
 	}
 	snprintf(c->arch, sizeof c->arch, "%s", an);
+	c->names = A->names;
 	const char *mt = json_string_value(json_object_get(o, "model_type"));
 	snprintf(c->model_type, sizeof c->model_type, "%s", mt ? mt : "");
-	if (get_long(o, path, "hidden_size", 0, 1, &c->dim, e) < 0 ||
-	    get_long(o, path, "intermediate_size", 0, 1, &c->hidden, e) < 0 ||
-	    get_long(o, path, "num_hidden_layers", 0, 1, &c->n_layers, e) < 0 ||
-	    get_long(o, path, "num_attention_heads", 0, 1, &c->n_heads, e) < 0 ||
-	    get_long(o, path, "vocab_size", 0, 1, &c->vocab, e) < 0 ||
-	    get_long(o, path, "max_position_embeddings", 0, 0, &c->max_pos, e) < 0 ||
-	    get_long(o, path, "bos_token_id", -1, 0, &c->bos_id, e) < 0)
-		goto done;
+	/* GPT-2's config.json spells the sizes its own way (HF's attribute_map) */
 	const char *req[] = {"hidden_size", "intermediate_size", "num_hidden_layers",
 	                     "num_attention_heads", "vocab_size"};
+	const char *k_pos = "max_position_embeddings";
+	if (A->gpt2) {
+		req[0] = "n_embd";
+		req[1] = "n_inner";
+		req[2] = "n_layer";
+		req[3] = "n_head";
+		k_pos = "n_positions";
+	}
+	if (get_long(o, path, req[0], 0, 1, &c->dim, e) < 0 ||
+	    get_long(o, path, req[1], A->gpt2 ? 4 * c->dim : 0, !A->gpt2, &c->hidden, e) < 0 ||
+	    get_long(o, path, req[2], 0, 1, &c->n_layers, e) < 0 ||
+	    get_long(o, path, req[3], 0, 1, &c->n_heads, e) < 0 ||
+	    get_long(o, path, req[4], 0, 1, &c->vocab, e) < 0 ||
+	    get_long(o, path, k_pos, 0, 0, &c->max_pos, e) < 0 ||
+	    get_long(o, path, "bos_token_id", -1, 0, &c->bos_id, e) < 0)
+		goto done;
 	long *reqv[] = {&c->dim, &c->hidden, &c->n_layers, &c->n_heads, &c->vocab};
 	for (int i = 0; i < 5; i++)
 		if (*reqv[i] <= 0) {
@@ -211,7 +458,7 @@ int config_load(ss_config *c, const char *dir, ss_err *e)
 	if (get_long(o, path, "head_dim", c->dim / c->n_heads, 0, &c->head_dim, e) < 0)
 		goto done;
 	if (!json_object_get(o, "head_dim") && c->dim % c->n_heads) {
-		ss_err_set(e, "%s:num_attention_heads: %ld does not divide hidden_size %ld", path,
+		ss_err_set(e, "%s:%s: %ld does not divide hidden_size %ld", path, req[3],
 		           c->n_heads, c->dim);
 		goto done;
 	}
@@ -219,28 +466,40 @@ int config_load(ss_config *c, const char *dir, ss_err *e)
 		ss_err_set(e, "%s:head_dim: %ld must be positive and even", path, c->head_dim);
 		goto done;
 	}
-	const char *eps_key = json_object_get(o, "rms_norm_eps") ? "rms_norm_eps" : "layer_norm_eps";
-	if (get_double(o, path, eps_key, 1e-6, &c->eps, e) < 0 ||
-	    get_double(o, path, "rope_theta", 10000, &c->rope_theta, e) < 0)
+	const char *eps_key = json_object_get(o, "rms_norm_eps") ? "rms_norm_eps"
+	                      : A->gpt2 ? "layer_norm_epsilon" : "layer_norm_eps";
+	/* NeoX's rope base was rotary_emb_base before transformers named it rope_theta */
+	const char *theta_key = A->neox && !json_object_get(o, "rope_theta") ? "rotary_emb_base" : "rope_theta";
+	if (get_double(o, path, eps_key, A->gpt2 || A->neox ? 1e-5 : 1e-6, &c->eps, e) < 0 ||
+	    get_double(o, path, theta_key, 10000, &c->rope_theta, e) < 0)
 		goto done;
 	if (!(c->eps > 0) || !(c->rope_theta > 0)) {
-		ss_err_set(e, "%s:%s: must be positive", path, c->eps > 0 ? "rope_theta" : eps_key);
+		ss_err_set(e, "%s:%s: must be positive", path, c->eps > 0 ? theta_key : eps_key);
 		goto done;
 	}
-	const char *act = json_string_value(json_object_get(o, "hidden_act"));
-	if (json_object_get(o, "hidden_act") && (!act || strcmp(act, "silu"))) {
-		ss_err_set(e, "%s:hidden_act: unsupported activation '%s' (supported: silu)", path,
-		           act ? act : "?");
-		goto done;
+	if (A->gpt2 || A->neox || A->gemma) {
+		const char *ak = A->gpt2 ? "activation_function"
+		                 : A->gemma && json_object_get(o, "hidden_activation") ? "hidden_activation"
+		                 : "hidden_act";
+		if (get_act(o, path, ak, A->neox ? SS_ACT_GELU : SS_ACT_GELU_TANH, &c->act, e) < 0)
+			goto done;
+	} else {
+		const char *act = json_string_value(json_object_get(o, "hidden_act"));
+		if (json_object_get(o, "hidden_act") && (!act || strcmp(act, "silu"))) {
+			ss_err_set(e, "%s:hidden_act: unsupported activation '%s' (supported: silu)", path,
+			           act ? act : "?");
+			goto done;
+		}
 	}
 	if (parse_rope_scaling(c, json_object_get(o, "rope_scaling"), path, e) < 0)
 		goto done;
 	double prf = 1;
-	if (A->partial_rotary && get_double(o, path, "partial_rotary_factor", 1, &prf, e) < 0)
+	const char *prf_key = A->neox ? "rotary_pct" : "partial_rotary_factor";
+	if ((A->partial_rotary || A->neox) && get_double(o, path, prf_key, A->neox ? 0.25 : 1, &prf, e) < 0)
 		goto done;
-	c->rotary_dim = (long)(c->head_dim * prf);
-	if (c->rotary_dim <= 0 || c->rotary_dim > c->head_dim || c->rotary_dim % 2) {
-		ss_err_set(e, "%s:partial_rotary_factor: gives rotary dimension %ld of head_dim %ld", path,
+	c->rotary_dim = A->gpt2 ? 0 : (long)(c->head_dim * prf);
+	if (!A->gpt2 && (c->rotary_dim <= 0 || c->rotary_dim > c->head_dim || c->rotary_dim % 2)) {
+		ss_err_set(e, "%s:%s: gives rotary dimension %ld of head_dim %ld", path, prf_key,
 		           c->rotary_dim, c->head_dim);
 		goto done;
 	}
@@ -248,6 +507,7 @@ int config_load(ss_config *c, const char *dir, ss_err *e)
 	c->qkv_bias = A->qkv_bias;
 	c->qk_norm = A->qk_norm;
 	c->fused_qkv = c->fused_gate_up = A->fused;
+	c->attn_scale = 1.0 / sqrt((double)c->head_dim);
 	if (A->attn_bias_key) {
 		if (get_bool(o, path, "attention_bias", 0, &b, e) < 0)
 			goto done;
@@ -267,7 +527,8 @@ int config_load(ss_config *c, const char *dir, ss_err *e)
 			goto done;
 		}
 	}
-	if (get_bool(o, path, "tie_word_embeddings", 0, &c->tied, e) < 0)
+	if (get_bool(o, path, "tie_word_embeddings", A->tied, &c->tied, e) < 0 ||
+	    config_family(c, A, o, path, e) < 0)
 		goto done;
 	rc = 0;
 done:
@@ -278,9 +539,16 @@ done:
 size_t model_layer_f32_bytes(const ss_config *c)
 {
 	size_t hd = (size_t)c->head_dim, qkv = (size_t)(c->n_heads + 2 * c->n_kv_heads) * hd;
-	size_t n = qkv * (size_t)c->dim + (size_t)c->dim * (size_t)c->n_heads * hd +
-	           3 * (size_t)c->hidden * (size_t)c->dim;
-	n += qkv + 2 * (size_t)c->dim + 2 * hd + 2 * (size_t)c->hidden + 2 * (size_t)c->dim;
+	size_t D = (size_t)c->dim, F = c->n_experts ? 0 : (size_t)c->hidden;
+	size_t n = qkv * D + D * (size_t)c->n_heads * hd + 3 * F * D;
+	n += qkv + 2 * D + 2 * hd + 2 * F + 2 * D;
+	/* the families beyond the paper's: LayerNorm biases, post-norms,
+	 * whole-projection q/k norms, experts (forward.c's layout) */
+	n += 4 * D + qkv;
+	if (c->n_experts) {
+		size_t E = (size_t)c->n_experts, Fe = (size_t)c->moe_hidden, Fs = (size_t)c->shared_hidden;
+		n += E * D + E * 3 * Fe * D + 3 * Fs * D + D;
+	}
 	return n * sizeof(float);
 }
 
@@ -301,6 +569,133 @@ static int bind(ss_model *m, const st_tensor **out, int rank, long a, long b, ss
 	return 0;
 }
 
+/* "<pre><role>.<suffix>", of shape [a] or [a, b] */
+static int bindr(ss_model *m, const st_tensor **out, int rank, long a, long b, ss_err *e,
+                 const char *pre, const char *role, const char *suf)
+{
+	return bind(m, out, rank, a, b, e, "%s%s.%s", pre, role, suf);
+}
+
+/* a norm's weight, and its bias for LayerNorm */
+static int bind_norm(ss_model *m, const st_tensor **w, const st_tensor **b, const char *pre,
+                     const char *role, ss_err *e)
+{
+	long D = m->c.dim;
+	if (bindr(m, w, 1, D, 0, e, pre, role, "weight") < 0)
+		return -1;
+	return m->c.layer_norm ? bindr(m, b, 1, D, 0, e, pre, role, "bias") : 0;
+}
+
+/* a projection [out, in] and, with bias, its bias [out].  A Conv1D weight
+ * (GPT-2) is stored [in, out] instead; its error says so when it comes the
+ * other way round. */
+static int bind_lin(ss_model *m, const st_tensor **w, const st_tensor **b, long out, long in,
+                    const char *pre, const char *role, ss_err *e)
+{
+	int conv = m->c.conv1d;
+	if (bindr(m, w, 2, conv ? in : out, conv ? out : in, e, pre, role, "weight") < 0) {
+		char name[256];
+		snprintf(name, sizeof name, "%s%s.weight", pre, role);
+		const st_tensor *t = st_find(&m->st, name);
+		if (conv && t && t->rank == 2 && t->shape[0] == out && t->shape[1] == in)
+			ss_err_set(e, "%s:%s: shape %ldx%ld, expected %ldx%ld: a GPT-2 Conv1D weight is stored "
+			           "[in, out], this one is transposed ([out, in])", t->file, name, out, in, in, out);
+		return -1;
+	}
+	return b ? bindr(m, b, 1, out, 0, e, pre, role, "bias") : 0;
+}
+
+/* the gate/up/down triple of an expert or of the MLP (gate NULL: ungated) */
+static int bind_mlp(ss_model *m, const st_tensor **g, const st_tensor **u, const st_tensor **d,
+                    const st_tensor **bg, const st_tensor **bu, const st_tensor **bd, long F,
+                    const char *pre, const char *gn, const char *un, const char *dn, ss_err *e)
+{
+	long D = m->c.dim;
+	return (gn && bind_lin(m, g, bg, F, D, pre, gn, e) < 0) ||
+	       bind_lin(m, u, bu, F, D, pre, un, e) < 0 || bind_lin(m, d, bd, D, F, pre, dn, e) < 0 ? -1 : 0;
+}
+
+/* a stored non-weight (causal-mask buffers, RoPE tables): accepted, unused */
+static void skip_buffer(ss_model *m, const char *pre, const char *name)
+{
+	char full[256];
+	snprintf(full, sizeof full, "%s%s", pre, name);
+	st_tensor *t = (st_tensor *)st_find(&m->st, full);
+	if (t)
+		t->used = 1;
+}
+
+static int bind_layer(ss_model *m, long l, const char *root, ss_err *e)
+{
+	const ss_config *c = &m->c;
+	const ss_names *nm = c->names;
+	ss_layer_w *w = &m->layers[l];
+	long D = c->dim, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd, F = c->hidden;
+	char p[160];
+	snprintf(p, sizeof p, "%s%s%ld.", root, nm->layer, l);
+	if ((c->attn_in_norm && bind_norm(m, &w->in_norm, &w->in_norm_b, p, nm->attn_in, e) < 0) ||
+	    (c->mlp_in_norm && bind_norm(m, &w->post_norm, &w->post_norm_b, p, nm->mlp_in, e) < 0) ||
+	    bind_lin(m, &w->wo, c->o_bias ? &w->bo : NULL, D, q, p, nm->o, e) < 0)
+		return -1;
+	if (c->fused_qkv) {
+		if (bind_lin(m, &w->wqkv, c->qkv_bias ? &w->bqkv : NULL, q + 2 * kv, D, p,
+		             nm->qkv, e) < 0)
+			return -1;
+	} else if (bind_lin(m, &w->wq, c->qkv_bias ? &w->bq : NULL, q, D, p, nm->q, e) < 0 ||
+	           bind_lin(m, &w->wk, c->qkv_bias ? &w->bk : NULL, kv, D, p, nm->k, e) < 0 ||
+	           bind_lin(m, &w->wv, c->qkv_bias ? &w->bv : NULL, kv, D, p, nm->v, e) < 0) {
+		return -1;
+	}
+	if ((c->qk_norm || c->qk_norm_full) &&
+	    (bindr(m, &w->q_norm, 1, c->qk_norm_full ? q : hd, 0, e, p, nm->q_norm, "weight") < 0 ||
+	     bindr(m, &w->k_norm, 1, c->qk_norm_full ? kv : hd, 0, e, p, nm->k_norm, "weight") < 0))
+		return -1;
+	if ((c->attn_out_norm && bindr(m, &w->attn_out_norm, 1, D, 0, e, p, nm->attn_out, "weight") < 0) ||
+	    (c->mlp_out_norm && bindr(m, &w->mlp_out_norm, 1, D, 0, e, p, nm->mlp_out, "weight") < 0))
+		return -1;
+	if (c->n_experts) {
+		long E = c->n_experts;
+		w->e_gate = m->experts + l * 3 * E;
+		w->e_up = w->e_gate + E;
+		w->e_down = w->e_up + E;
+		if (bindr(m, &w->router, 2, E, D, e, p, nm->router, "weight") < 0)
+			return -1;
+		for (long x = 0; x < E; x++) {
+			char ep[200];
+			snprintf(ep, sizeof ep, "%s%s%ld.", p, nm->expert, x);
+			if (bind_mlp(m, &w->e_gate[x], &w->e_up[x], &w->e_down[x], NULL, NULL, NULL, c->moe_hidden,
+			             ep, nm->e_gate, nm->e_up, nm->e_down, e) < 0)
+				return -1;
+		}
+		if (c->shared_hidden) {
+			char sp[200];
+			snprintf(sp, sizeof sp, "%s%s", p, nm->shared);
+			if (bind_mlp(m, &w->s_gate, &w->s_up, &w->s_down, NULL, NULL, NULL, c->shared_hidden, sp,
+			             "gate_proj", "up_proj", "down_proj", e) < 0 ||
+			    bindr(m, &w->s_router, 2, 1, D, e, p, nm->shared_gate, "weight") < 0)
+				return -1;
+		}
+	} else if (c->fused_gate_up) {
+		if (bindr(m, &w->w_gate_up, 2, 2 * F, D, e, p, nm->gate_up, "weight") < 0 ||
+		    bindr(m, &w->w_down, 2, D, F, e, p, nm->down, "weight") < 0)
+			return -1;
+	} else if (c->ungated) {
+		if (bind_mlp(m, NULL, &w->w_up, &w->w_down, NULL, &w->b_up, &w->b_down, F, p, NULL, nm->up,
+		             nm->down, e) < 0)
+			return -1;
+	} else {
+		int mb = c->mlp_bias;
+		if (bind_mlp(m, &w->w_gate, &w->w_up, &w->w_down, mb ? &w->b_gate : NULL, mb ? &w->b_up : NULL,
+		             mb ? &w->b_down : NULL, F, p, nm->gate, nm->up, nm->down, e) < 0)
+			return -1;
+	}
+	/* old Llama checkpoints store the RoPE table; it is recomputed */
+	skip_buffer(m, p, "self_attn.rotary_emb.inv_freq");
+	for (int i = 0; i < 3 && nm->buffers[i]; i++)
+		skip_buffer(m, p, nm->buffers[i]);
+	return 0;
+}
+
 int model_load(ss_model *m, const char *dir, ss_err *e)
 {
 	memset(m, 0, sizeof *m);
@@ -313,66 +708,33 @@ int model_load(ss_model *m, const char *dir, ss_err *e)
 	m->layers = ss_calloc((size_t)c->n_layers, sizeof *m->layers, "layers", e);
 	if (!m->layers)
 		goto fail;
-	long D = c->dim, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd, F = c->hidden;
-	if (bind(m, &m->embed, 2, c->vocab, D, e, "model.embed_tokens.weight") < 0 ||
-	    bind(m, &m->norm, 1, D, 0, e, "model.norm.weight") < 0)
+	if (c->n_experts && !(m->experts = ss_calloc((size_t)(c->n_layers * c->n_experts * 3),
+	                                             sizeof *m->experts, "experts", e)))
+		goto fail;
+	const ss_names *nm = c->names;
+	/* GPT-2 checkpoints name the body "transformer.*" or, as OpenAI's, not at all */
+	char wte[64];
+	snprintf(wte, sizeof wte, "transformer.%s.weight", nm->embed);
+	const char *root = c->abs_pos && st_find(&m->st, wte) ? "transformer." : "";
+	long D = c->dim;
+	if (bindr(m, &m->embed, 2, c->vocab, D, e, root, nm->embed, "weight") < 0 ||
+	    bind_norm(m, &m->norm, &m->norm_b, root, nm->final_norm, e) < 0 ||
+	    (c->abs_pos && bindr(m, &m->pos_embed, 2, c->max_pos, D, e, root, nm->pos_embed, "weight") < 0))
 		goto fail;
 	if (c->tied) {
 		m->lm_head = m->embed;
 		/* some tied checkpoints still carry a copy; HF ignores it */
 		const st_tensor *x;
-		if (st_find(&m->st, "lm_head.weight") &&
-		    bind(m, &x, 2, c->vocab, D, e, "lm_head.weight") < 0)
+		char lm[64];
+		snprintf(lm, sizeof lm, "%s.weight", nm->lm_head);
+		if (st_find(&m->st, lm) && bindr(m, &x, 2, c->vocab, D, e, "", nm->lm_head, "weight") < 0)
 			goto fail;
-	} else if (bind(m, &m->lm_head, 2, c->vocab, D, e, "lm_head.weight") < 0) {
+	} else if (bindr(m, &m->lm_head, 2, c->vocab, D, e, "", nm->lm_head, "weight") < 0) {
 		goto fail;
 	}
-	for (long l = 0; l < c->n_layers; l++) {
-		ss_layer_w *w = &m->layers[l];
-		const char *p = "model.layers";
-		if (bind(m, &w->in_norm, 1, D, 0, e, "%s.%ld.input_layernorm.weight", p, l) < 0 ||
-		    bind(m, &w->post_norm, 1, D, 0, e, "%s.%ld.post_attention_layernorm.weight", p, l) < 0 ||
-		    bind(m, &w->wo, 2, D, q, e, "%s.%ld.self_attn.o_proj.weight", p, l) < 0 ||
-		    bind(m, &w->w_down, 2, D, F, e, "%s.%ld.mlp.down_proj.weight", p, l) < 0)
+	for (long l = 0; l < c->n_layers; l++)
+		if (bind_layer(m, l, root, e) < 0)
 			goto fail;
-		if (c->fused_qkv) {
-			if (bind(m, &w->wqkv, 2, q + 2 * kv, D, e, "%s.%ld.self_attn.qkv_proj.weight", p, l) < 0)
-				goto fail;
-		} else if (bind(m, &w->wq, 2, q, D, e, "%s.%ld.self_attn.q_proj.weight", p, l) < 0 ||
-		           bind(m, &w->wk, 2, kv, D, e, "%s.%ld.self_attn.k_proj.weight", p, l) < 0 ||
-		           bind(m, &w->wv, 2, kv, D, e, "%s.%ld.self_attn.v_proj.weight", p, l) < 0) {
-			goto fail;
-		}
-		if (c->qkv_bias &&
-		    (bind(m, &w->bq, 1, q, 0, e, "%s.%ld.self_attn.q_proj.bias", p, l) < 0 ||
-		     bind(m, &w->bk, 1, kv, 0, e, "%s.%ld.self_attn.k_proj.bias", p, l) < 0 ||
-		     bind(m, &w->bv, 1, kv, 0, e, "%s.%ld.self_attn.v_proj.bias", p, l) < 0))
-			goto fail;
-		if (c->o_bias && bind(m, &w->bo, 1, D, 0, e, "%s.%ld.self_attn.o_proj.bias", p, l) < 0)
-			goto fail;
-		if (c->qk_norm &&
-		    (bind(m, &w->q_norm, 1, hd, 0, e, "%s.%ld.self_attn.q_norm.weight", p, l) < 0 ||
-		     bind(m, &w->k_norm, 1, hd, 0, e, "%s.%ld.self_attn.k_norm.weight", p, l) < 0))
-			goto fail;
-		if (c->fused_gate_up) {
-			if (bind(m, &w->w_gate_up, 2, 2 * F, D, e, "%s.%ld.mlp.gate_up_proj.weight", p, l) < 0)
-				goto fail;
-		} else if (bind(m, &w->w_gate, 2, F, D, e, "%s.%ld.mlp.gate_proj.weight", p, l) < 0 ||
-		           bind(m, &w->w_up, 2, F, D, e, "%s.%ld.mlp.up_proj.weight", p, l) < 0) {
-			goto fail;
-		}
-		if (c->mlp_bias &&
-		    (bind(m, &w->b_gate, 1, F, 0, e, "%s.%ld.mlp.gate_proj.bias", p, l) < 0 ||
-		     bind(m, &w->b_up, 1, F, 0, e, "%s.%ld.mlp.up_proj.bias", p, l) < 0 ||
-		     bind(m, &w->b_down, 1, D, 0, e, "%s.%ld.mlp.down_proj.bias", p, l) < 0))
-			goto fail;
-		/* old Llama checkpoints store the RoPE table; it is recomputed */
-		char inv[128];
-		snprintf(inv, sizeof inv, "%s.%ld.self_attn.rotary_emb.inv_freq", p, l);
-		st_tensor *t = (st_tensor *)st_find(&m->st, inv);
-		if (t)
-			t->used = 1;
-	}
 	if (st_check_unused(&m->st, e) < 0)
 		goto fail;
 	/* weight dtype: that of every bound tensor, else "mixed" */
@@ -403,17 +765,30 @@ static void layer_spans(const ss_model *m, int l, int drop, int prefetch)
 	if (l < 1 || l > m->c.n_layers)
 		return;
 	const ss_layer_w *w = &m->layers[l - 1];
-	const st_tensor *const t[] = {w->in_norm, w->post_norm, w->wq, w->wk, w->wv, w->wqkv,
-	                              w->bq, w->bk, w->bv, w->wo, w->bo, w->q_norm, w->k_norm,
-	                              w->w_gate, w->w_up, w->w_gate_up, w->w_down,
-	                              w->b_gate, w->b_up, w->b_down};
-	enum { N = sizeof t / sizeof t[0] };
-	int done[N] = {0};
-	for (int i = 0; i < N; i++) {
+	const st_tensor *const t0[] = {w->in_norm, w->post_norm, w->wq, w->wk, w->wv, w->wqkv,
+	                               w->bq, w->bk, w->bv, w->wo, w->bo, w->q_norm, w->k_norm,
+	                               w->w_gate, w->w_up, w->w_gate_up, w->w_down,
+	                               w->b_gate, w->b_up, w->b_down, w->bqkv, w->in_norm_b,
+	                               w->post_norm_b, w->attn_out_norm, w->mlp_out_norm, w->router,
+	                               w->s_gate, w->s_up, w->s_down, w->s_router};
+	enum { N0 = sizeof t0 / sizeof t0[0] };
+	long E = m->c.n_experts, N = N0 + 3 * E;
+	/* paging is advice: without memory for the list, nothing is done */
+	const st_tensor **t = malloc(sizeof *t * (size_t)N);
+	unsigned char *done = calloc((size_t)N, 1);
+	if (!t || !done) {
+		free(t);
+		free(done);
+		return;
+	}
+	memcpy(t, t0, sizeof t0);
+	for (long x = 0; x < 3 * E; x++)   /* e_gate, e_up, e_down are consecutive */
+		t[N0 + x] = w->e_gate[x];
+	for (long i = 0; i < N; i++) {
 		if (!t[i] || done[i])
 			continue;
 		const char *lo = t[i]->data, *hi = lo + (size_t)t[i]->n * st_dtype_size(t[i]->dtype);
-		for (int j = i; j < N; j++)   /* the others in the same file */
+		for (long j = i; j < N; j++)   /* the others in the same file */
 			if (t[j] && t[j]->file == t[i]->file) {
 				const char *a = t[j]->data, *z = a + (size_t)t[j]->n * st_dtype_size(t[j]->dtype);
 				lo = a < lo ? a : lo;
@@ -425,6 +800,8 @@ static void layer_spans(const ss_model *m, int l, int drop, int prefetch)
 		else
 			st_release_range(&m->st, lo, (size_t)(hi - lo), drop);
 	}
+	free(t);
+	free(done);
 }
 
 void model_layer_release(const ss_model *m, int l) { layer_spans(m, l, m->drop_cache, 0); }
@@ -449,6 +826,7 @@ void model_free(ss_model *m)
 {
 	st_close(&m->st);
 	free(m->layers);
+	free(m->experts);
 	free(m->dir);
 	memset(m, 0, sizeof *m);
 }

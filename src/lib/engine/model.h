@@ -12,6 +12,30 @@
  *                       explicit head_dim
  *   Phi3ForCausalLM     fused_qkv (qkv_proj), fused_gate_up (gate_up_proj),
  *                       partial_rotary_factor, sliding_window
+ *   GPT2LMHeadModel     LayerNorm with bias, learned absolute positions (no
+ *                       RoPE), fused c_attn stored as Conv1D ([in, out],
+ *                       transposed on conversion), biases everywhere, an
+ *                       ungated GELU (tanh) MLP, tied lm_head
+ *   GPTNeoXForCausalLM  LayerNorm with bias, rotary_pct, parallel residual,
+ *                       query_key_value laid out per head ([q k v] of head 0,
+ *                       then of head 1 ...), ungated GELU MLP
+ *   Gemma2ForCausalLM   RMSNorm with (1 + weight), norms before and after
+ *                       attention and MLP, GeGLU, embeddings times
+ *                       sqrt(hidden_size), query_pre_attn_scalar, attention
+ *                       and final logit soft-capping, sliding-window and
+ *                       global layers alternating (even layers slide)
+ *   Gemma3ForCausalLM   Gemma 2 plus per-head q/k norms, one global layer in
+ *                       sliding_window_pattern (or layer_types), local
+ *                       layers' RoPE base rope_local_base_freq
+ *   Olmo2ForCausalLM    no norm before attention or MLP: their outputs are
+ *                       normalised (post_attention_layernorm,
+ *                       post_feedforward_layernorm) before the residual add;
+ *                       q/k RMSNorm over the whole projection
+ *   MixtralForCausalLM  Mistral with top-k routed experts (block_sparse_moe,
+ *                       w1 gate, w3 up, w2 down), top-k renormalised
+ *   Qwen2MoeForCausalLM Qwen2 with routed experts (norm_topk_prob) and a
+ *                       shared expert scaled by sigmoid(shared_expert_gate)
+ *   Qwen3MoeForCausalLM Qwen3 with routed experts (norm_topk_prob)
  *
  * Weights stay in the mapped safetensors (bf16, f16 or f32); the forward
  * pass converts one layer at a time.  Weight matrices are stored as in
@@ -24,6 +48,12 @@
 #include "io/st.h"
 
 typedef enum ss_rope_type { SS_ROPE_DEFAULT = 0, SS_ROPE_LINEAR, SS_ROPE_LLAMA3 } ss_rope_type;
+/* MLP activation: silu (SwiGLU), exact erf GELU, GELU's tanh approximation */
+typedef enum ss_act { SS_ACT_SILU = 0, SS_ACT_GELU, SS_ACT_GELU_TANH } ss_act;
+/* Tensor naming of a family (one per table row of model.c) */
+typedef struct ss_names ss_names;
+
+#define SS_MAX_LAYERS 1024   /* per-layer window flags (Gemma) */
 
 typedef struct ss_config {
 	char arch[64];           /* "architectures"[0] */
@@ -53,6 +83,34 @@ typedef struct ss_config {
 	int fused_qkv;           /* Phi3: qkv_proj [(H+2Hkv)*hd, dim] */
 	int fused_gate_up;       /* Phi3: gate_up_proj [2*hidden, dim], gate first */
 	int tied;                /* tie_word_embeddings: lm_head = embed_tokens */
+	/* the families beyond the paper (all 0 for the five above) */
+	ss_act act;              /* hidden_act / hidden_activation / activation_function */
+	int ungated;             /* MLP down(act(up(x) + b)) + b, no gate (GPT-2, NeoX) */
+	int layer_norm;          /* LayerNorm with bias instead of RMSNorm (GPT-2, NeoX) */
+	int norm_plus1;          /* RMSNorm weight is 1 + w (Gemma) */
+	int abs_pos;             /* learned position embeddings [max_pos, dim], no RoPE (GPT-2) */
+	int conv1d;              /* Conv1D weights stored [in, out] (GPT-2) */
+	int qkv_per_head;        /* fused qkv rows [H][3][hd] (NeoX) */
+	int parallel_resid;      /* h = h + a(n1(h)) + m(n2(h)) (NeoX) */
+	int attn_in_norm;        /* a norm before attention (all but OLMo 2) */
+	int mlp_in_norm;         /* a norm before the MLP (all but OLMo 2) */
+	int attn_out_norm;       /* the attention output normalised before the add (Gemma, OLMo 2) */
+	int mlp_out_norm;        /* the MLP output normalised before the add (Gemma, OLMo 2) */
+	int qk_norm_full;        /* OLMo 2: q_norm [H*hd], k_norm [Hkv*hd] before the head split */
+	double embed_scale;      /* embeddings times this (Gemma: sqrt(hidden_size)); 1 */
+	double attn_scale;       /* score scale: 1/sqrt(head_dim) or 1/sqrt(query_pre_attn_scalar) */
+	double attn_softcap;     /* scores -> cap tanh(scores / cap) before the mask; 0: none */
+	double final_softcap;    /* logits -> cap tanh(logits / cap); 0: none */
+	int window_per_layer;    /* layer l slides (sliding_window) iff swa_layer[l-1] */
+	unsigned char swa_layer[SS_MAX_LAYERS];
+	double rope_local_theta; /* Gemma 3: RoPE base of sliding layers (default rope); 0: none */
+	/* mixture of experts: n_experts = 0 for a dense MLP */
+	long n_experts;          /* num_local_experts / num_experts */
+	long top_k;              /* num_experts_per_tok */
+	int norm_topk;           /* renormalise the top-k router probabilities to sum 1 */
+	long moe_hidden;         /* one expert's intermediate size */
+	long shared_hidden;      /* the shared expert's (Qwen2-MoE); 0: none */
+	const ss_names *names;   /* tensor names of the family (model.c) */
 } ss_config;
 
 /* Parse and validate DIR/config.json; errors "DIR/config.json:FIELD: ...". */
@@ -61,6 +119,10 @@ int config_load(ss_config *c, const char *dir, ss_err *e);
 int config_arch_supported(const char *arch);
 /* Comma-separated list of supported architectures (for messages). */
 const char *config_arch_list(void);
+/* The sliding window of layer l (1..L): 0 = none. */
+long config_layer_window(const ss_config *c, int l);
+/* 1 when layer l (1..L) takes the local RoPE base (Gemma 3's sliding layers). */
+int config_layer_local_rope(const ss_config *c, int l);
 
 /* One decoder layer: tensors in the mapping; NULL where the architecture
  * lacks them.  Shapes: */
@@ -72,15 +134,24 @@ typedef struct ss_layer_w {
 	const st_tensor *wv;         /* [Hkv*hd, dim] */
 	const st_tensor *wqkv;       /* [(H+2Hkv)*hd, dim]  fused_qkv instead of wq/wk/wv */
 	const st_tensor *bq, *bk, *bv; /* [H*hd], [Hkv*hd], [Hkv*hd] (qkv_bias) */
+	const st_tensor *bqkv;       /* [(H+2Hkv)*hd] fused_qkv with qkv_bias */
 	const st_tensor *wo;         /* [dim, H*hd] */
 	const st_tensor *bo;         /* [dim] (o_bias) */
-	const st_tensor *q_norm;     /* [hd] (qk_norm) */
-	const st_tensor *k_norm;     /* [hd] (qk_norm) */
+	const st_tensor *q_norm;     /* [hd] (qk_norm); [H*hd] (qk_norm_full) */
+	const st_tensor *k_norm;     /* [hd] (qk_norm); [Hkv*hd] (qk_norm_full) */
 	const st_tensor *w_gate;     /* [hidden, dim] */
 	const st_tensor *w_up;       /* [hidden, dim] */
 	const st_tensor *w_gate_up;  /* [2*hidden, dim]  fused_gate_up instead */
 	const st_tensor *w_down;     /* [dim, hidden] */
-	const st_tensor *b_gate, *b_up, *b_down; /* mlp_bias */
+	const st_tensor *b_gate, *b_up, *b_down; /* mlp_bias; b_up, b_down: ungated MLPs too */
+	const st_tensor *in_norm_b, *post_norm_b; /* [dim] LayerNorm biases */
+	const st_tensor *attn_out_norm;  /* [dim] post-attention norm (Gemma, OLMo 2) */
+	const st_tensor *mlp_out_norm;   /* [dim] post-MLP norm (Gemma, OLMo 2) */
+	/* mixture of experts (n_experts > 0): w_gate, w_up, w_down unused */
+	const st_tensor *router;         /* [E, dim] */
+	const st_tensor **e_gate, **e_up, **e_down; /* [E] each: [Fe, dim], [Fe, dim], [dim, Fe] */
+	const st_tensor *s_gate, *s_up, *s_down;    /* shared expert [Fs, dim], [Fs, dim], [dim, Fs] */
+	const st_tensor *s_router;       /* [1, dim] shared_expert_gate */
 } ss_layer_w;
 
 typedef struct ss_model {
@@ -89,7 +160,10 @@ typedef struct ss_model {
 	st_set st;
 	const st_tensor *embed;      /* [vocab, dim] model.embed_tokens.weight */
 	const st_tensor *norm;       /* [dim] model.norm.weight */
+	const st_tensor *norm_b;     /* [dim] final LayerNorm bias (GPT-2, NeoX) */
+	const st_tensor *pos_embed;  /* [max_pos, dim] (abs_pos) */
 	const st_tensor *lm_head;    /* [vocab, dim]; == embed when tied */
+	const st_tensor **experts;   /* [n_layers * n_experts * 3] storage of e_gate/e_up/e_down */
 	ss_layer_w *layers;          /* [n_layers] */
 	char weight_dtype[8];        /* "bf16", "f16", "f32" or "mixed" */
 	double weight_bytes;         /* bytes of all bound tensors */

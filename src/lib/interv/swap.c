@@ -171,7 +171,10 @@ static int layer_lse(ss_dec *d, int layer, const float *q, long T, double *lse, 
 		return -1;
 	}
 	kv_layer_f32(&d->kv, layer, T, kb, vb, &K, &V);
-	float scale = 1.0f / sqrtf((float)hd);
+	/* the layer's score scale, soft-cap and window (Gemma), as attention.c */
+	float scale = c->attn_scale != 1.0 / sqrt((double)hd) ? (float)c->attn_scale : 1.0f / sqrtf((float)hd);
+	float cap = (float)c->attn_softcap;
+	long win = config_layer_window(c, layer);
 	for (long h = 0; h < H; h++)
 		for (long i0 = 0; i0 < T; i0 += B) {
 			long nb = T - i0 < B ? T - i0 : B, nk = i0 + nb;
@@ -179,13 +182,15 @@ static int layer_lse(ss_dec *d, int layer, const float *q, long T, double *lse, 
 			            q + (size_t)i0 * H * hd + h * hd, H * hd, K + (h / group) * hd, kvd, 0.0f,
 			            S, nk);
 			for (long r = 0; r < nb; r++) {
-				const float *s = S + (size_t)r * nk;
-				long n = i0 + r + 1;
+				float *s = S + (size_t)r * nk;
+				long n = i0 + r + 1, t0 = win > 0 && n > win ? n - win : 0;
+				for (long t = t0; cap > 0 && t < n; t++)
+					s[t] = cap * tanhf(s[t] / cap);
 				float mx = -INFINITY;
-				for (long t = 0; t < n; t++)
+				for (long t = t0; t < n; t++)
 					mx = s[t] > mx ? s[t] : mx;
 				double z = 0;
-				for (long t = 0; t < n; t++)
+				for (long t = t0; t < n; t++)
 					z += exp((double)s[t] - mx);
 				lse[(i0 + r) * H + h] = mx + log(z);
 			}
@@ -205,18 +210,25 @@ static double dot(const float *a, const float *b, long n)
 }
 
 /* The cheap sink-score of j at ls (swap.h). */
-static double approx_score(const ss_config *c, long T, long j, const float *q, const double *lse,
-                           const float *k_old, const float *k_new, const float *self)
+static double approx_score(const ss_config *c, int layer, long T, long j, const float *q,
+                           const double *lse, const float *k_old, const float *k_new, const float *self)
 {
 	long H = c->n_heads, hd = c->head_dim, group = H / c->n_kv_heads;
-	double scale = 1.0 / sqrt((double)hd), tot = 0;
+	double scale = c->attn_scale > 0 ? c->attn_scale : 1.0 / sqrt((double)hd), tot = 0;
+	double cap = c->attn_softcap;
+	long win = config_layer_window(c, layer), iend = win > 0 && j + win < T ? j + win : T;
 	for (long h = 0; h < H; h++) {
 		const float *ko = k_old + (h / group) * hd, *kn = k_new + (h / group) * hd;
 		double s = self[h];
-		for (long i = j + 1; i < T; i++) {
+		for (long i = j + 1; i < iend; i++) {   /* the queries that see key j */
 			const float *qi = q + (size_t)i * H * hd + h * hd;
 			double l = lse[i * H + h];
-			double eo = exp(scale * dot(qi, ko, hd) - l), en = exp(scale * dot(qi, kn, hd) - l);
+			double so = scale * dot(qi, ko, hd), sn = scale * dot(qi, kn, hd);
+			if (cap > 0) {
+				so = cap * tanh(so / cap);
+				sn = cap * tanh(sn / cap);
+			}
+			double eo = exp(so - l), en = exp(sn - l);
 			s += en / (1.0 - eo + en);
 		}
 		tot += s / (double)(T - j);
@@ -430,7 +442,7 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 			tmp[j] = (float)nx;
 			r->median = ss_median_f32(tmp, T);
 			kv_get(&dec.kv, (int)ls, j, kold, vtmp);
-			r->score = approx_score(c, T, j, b.hq[ls], lse[ls], kold, keys + i * kvd,
+			r->score = approx_score(c, (int)ls, T, j, b.hq[ls], lse[ls], kold, keys + i * kvd,
 			                        selfs + i * H);
 		}
 		r->sink = ss_is_sink(&o->sp, r->cos0, r->norm, r->median);

@@ -35,6 +35,8 @@ void trace_free(ss_trace *tr)
 	for (int k = 0; k < 5; k++)
 		if (!(tr->borrowed & (1u << k)))
 			free(st[k]);
+	free(tr->moe_experts);
+	free(tr->moe_weights);
 	h5_buffers_free(tr->bufs);
 	memset(tr, 0, sizeof *tr);
 }
@@ -133,6 +135,30 @@ static int read_stat(ss_h5 *f, ss_trace *tr, int k, const char *path, int rank,
 	return check_finite(f, path, *x, rank, dims, e);
 }
 
+/* /stats/moe_experts int32 and /stats/moe_weights float32 [L, T, K]: the
+ * experts of each token, checked against the number of experts attribute */
+static int read_moe(ss_h5 *f, ss_trace *tr, ss_err *e)
+{
+	const char *fn = h5_name(f);
+	size_t d[3];
+	if (h5_read_i32(f, "/stats/moe_experts", 3, NULL, &tr->moe_experts, d, e))
+		return -1;
+	if (d[0] != (size_t)tr->L || d[1] != (size_t)tr->T || d[2] < 1)
+		return ss_err_set(e, "%s:/stats/moe_experts: shape %zux%zux%zu, expected %ldx%ldxK", fn, d[0],
+		                  d[1], d[2], tr->L, tr->T);
+	tr->K = (long)d[2];
+	if (h5_get_attr_int(f, "/stats/moe_experts", "n_experts", &tr->n_experts, e))
+		return -1;
+	size_t n = d[0] * d[1] * d[2];
+	for (size_t i = 0; i < n; i++)
+		if (tr->moe_experts[i] < 0 || tr->moe_experts[i] >= tr->n_experts)
+			return ss_err_set(e, "%s:/stats/moe_experts: expert %ld outside 0-%ld", fn,
+			                  (long)tr->moe_experts[i], tr->n_experts - 1);
+	if (h5_read_f32(f, "/stats/moe_weights", 3, d, &tr->moe_weights, NULL, e))
+		return -1;
+	return check_finite(f, "/stats/moe_weights", tr->moe_weights, 3, d, e);
+}
+
 static int read_h5(ss_h5 *f, ss_trace *tr, ss_err *e)
 {
 	const char *fn = h5_name(f);
@@ -186,6 +212,8 @@ static int read_h5(ss_h5 *f, ss_trace *tr, ss_err *e)
 	         read_stat(f, tr, 2, "/stats/attn_out_norm", 2, d1, &tr->attn_out_norm, e) ||
 	         read_stat(f, tr, 3, "/stats/mlp_out_norm", 2, d1, &tr->mlp_out_norm, e) ||
 	         read_stat(f, tr, 4, "/stats/recv", 3, d3, &tr->recv, e);
+	if (rc == 0 && h5_exists(f, "/stats/moe_experts") > 0)
+		rc = read_moe(f, tr, e);
 	if (tr->borrowed)
 		tr->bufs = h5_take_buffers(f);
 	return rc ? -1 : 0;
@@ -243,6 +271,12 @@ int trace_write_h5(ss_h5 *f, const ss_trace *tr, ss_err *e)
 	    h5_write_f32(f, "/stats/attn_out_norm", 2, d1, tr->attn_out_norm, e) ||
 	    h5_write_f32(f, "/stats/mlp_out_norm", 2, d1, tr->mlp_out_norm, e) ||
 	    h5_write_f32(f, "/stats/recv", 3, d3, tr->recv, e))
+		return -1;
+	size_t dm[3] = {L, T, (size_t)tr->K};
+	if (tr->moe_experts &&
+	    (h5_write_i32(f, "/stats/moe_experts", 3, dm, tr->moe_experts, e) ||
+	     h5_set_attr_int(f, "/stats/moe_experts", "n_experts", tr->n_experts, e) ||
+	     h5_write_f32(f, "/stats/moe_weights", 3, dm, tr->moe_weights, e)))
 		return -1;
 	return 0;
 }

@@ -10,6 +10,9 @@
  *   /stats/resid_cos0  float32 [L+1, T]  cos(h[l][j], h[l][0])
  *   /stats/attn_out_norm, /stats/mlp_out_norm  float32 [L, T] row l-1 = layer l
  *   /stats/recv        float32 [L, H, T]  mean over queries i >= j of A[i][j]
+ *   /stats/moe_experts int32   [L, T, K]  mixtures of experts only: each
+ *      token's K routed experts (0-based, by decreasing router probability),
+ *      attr "n_experts"; /stats/moe_weights float32 [L, T, K] their weights
  *   /acts/<component>  float32 [n_sel, T, d], attr "layers" (1-based for
  *      attn_out, mlp_in, mlp_out; 0..L for resid, 0 = embeddings)
  */
@@ -43,6 +46,9 @@ typedef struct ss_trace {
 	float *attn_out_norm;  /* [L * T] */
 	float *mlp_out_norm;   /* [L * T] */
 	float *recv;           /* [L * H * T] */
+	long K, n_experts;     /* experts per token and in all (mixtures of experts), else 0 */
+	int32_t *moe_experts;  /* [L * T * K] or NULL (allocated by the caller of trace_alloc) */
+	float *moe_weights;    /* [L * T * K] or NULL */
 	/* Stats read by trace_read may point into the file's bytes (mapped
 	 * copy-on-write, so writable) instead of separate buffers: free a
 	 * trace only with trace_free, never its arrays one by one. */

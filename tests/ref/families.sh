@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The families beyond the paper's five (model.h): GPT-2, GPT-NeoX (Pythia),
+# Gemma 2 and 3, OLMo 2, Mixtral, Qwen2-MoE, Qwen3-MoE.
+#
+# 1. actdump against the float64 PyTorch reference (tests/ref/hf_ref.py's
+#    forward_family, written from transformers' modeling code) on small random
+#    models of each (tests/tools/mkmodel.py --set families: f32 and bf16, tied
+#    and untied, single and sharded files, GPT-2 with and without the
+#    "transformer." prefix and OpenAI's causal-mask buffers, NeoX with and
+#    without the parallel residual, Gemma with windows of 100 and 64 keys
+#    that bind at T = 300, Gemma 2's soft-capping active, Gemma 3 by pattern
+#    and by layer_types, the MoE with and without renormalised top-k): stats,
+#    all four activations and the experts chosen, tolerance 1e-4 as in
+#    actdump_ref.sh (measured here: at most 2.2e-5, on Mixtral's activation
+#    rows, the others below 5e-6).  Mutants: switching one family feature
+#    off in the config (same weights) moves the reference by more than 1e-2.
+# 2. swapexp (--exact and cheap re-runs) and pcaprobe on a 4-layer model of
+#    each family against swap_ref.py (the reference with the component
+#    replaced, a full pass per swap; the probe's MLP is the reference's own
+#    at mlp_in -> mlp_out), as tests/ref/swapexp.sh does on Qwen2.
+. "$(dirname "$0")/../lib.sh"
+REF=$SS_ROOT/tests/ref
+MK=$SS_ROOT/tests/tools/mkmodel.py
+TOL=1e-4
+T=300
+
+if ! have_py torch || ! have_py h5py || ! have_py numpy; then
+	t_skip "family reference checks" "python3-torch, python3-h5py or python3-numpy absent for $PY"
+	t_done; exit 0
+fi
+M=$TMP/models
+$PY "$MK" --variants "$M" --set families || { t_fail "mkmodel.py --variants --set families"; t_done; exit 0; }
+mapfile -t variants <"$M/list"
+$PY -c "import numpy as np; r=np.random.default_rng(7); print(' '.join(map(str, [1]+list(r.integers(0,256,$T-1)))))" >"$TMP/ids"
+
+# variant | python edit of config dict c
+mutants=(
+	"gemma2-f32|c['attn_logit_softcapping'] = None"
+	"gemma2-f32|c['sliding_window'] = 4096"
+	"gemma2-f32|c['query_pre_attn_scalar'] = 16"
+	"gemma3-f32|c['rope_local_base_freq'] = 1e6"
+	"gemma3-f32|c['sliding_window_pattern'] = 2"
+	"neox-f32|c['use_parallel_residual'] = False"
+	"neox-f32|c['rotary_pct'] = 0.5"
+	"gpt2-f32|c['layer_norm_epsilon'] = 1e-1"
+	"qwen2moe-f32|c['norm_topk_prob'] = True"
+	"mixtral-f32|c['num_experts_per_tok'] = 1"
+)
+: >"$TMP/batch"; : >"$TMP/mpairs"; : >"$TMP/pairs"
+i=0
+for mu in "${mutants[@]}"; do
+	i=$((i + 1)); cp -r "$M/${mu%%|*}" "$TMP/mut$i"
+done
+$PY - "$TMP" "${mutants[@]}" <<'PYEOF'
+import json, sys
+for i, mu in enumerate(sys.argv[2:], 1):
+    p = "%s/mut%d/config.json" % (sys.argv[1], i)
+    c = json.load(open(p))
+    exec(mu.split("|", 1)[1])
+    json.dump(c, open(p, "w"))
+PYEOF
+for v in "${variants[@]}"; do
+	echo "$M/$v $TMP/ids $TMP/$v.ref.h5" >>"$TMP/batch"
+done
+i=0
+for mu in "${mutants[@]}"; do
+	i=$((i + 1))
+	echo "$TMP/mut$i $TMP/ids $TMP/mut$i.h5" >>"$TMP/batch"
+	printf 'mutant%d\t1e-2\t-\t1\t%s\t%s\n' $i "$TMP/mut$i.h5" "$TMP/${mu%%|*}.ref.h5" >>"$TMP/mpairs"
+done
+t_ok "reference forward pass on ${#variants[@]} family variants and ${#mutants[@]} mutants" \
+	$PY "$REF/hf_ref.py" --batch "$TMP/batch"
+$PY "$REF/cmp_h5.py" --pairs "$TMP/mpairs" >"$TMP/mcmp" 2>&1
+i=0
+for mu in "${mutants[@]}"; do
+	i=$((i + 1))
+	n=$(grep -c "^not ok	mutant$i: stats/" "$TMP/mcmp")
+	t_ok "mutant ${mu%%|*} [${mu#*|}]: reference moves by > 1e-2 ($n stats differ)" test "$n" -gt 0
+done
+
+if [ ! -x "$SS_BIN/actdump" ]; then
+	t_skip "actdump vs reference (${#variants[@]} variants)" "bin/actdump not built yet"
+	t_done; exit 0
+fi
+ACTS=resid,attn_out,mlp_in,mlp_out
+for v in "${variants[@]}"; do
+	if ! actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.h5" --acts $ACTS 2>"$TMP/err"; then
+		t_fail "$v: actdump ran" "$(head -3 "$TMP/err")"; continue
+	fi
+	printf '%s\t%s\t%s\t0\t%s\t%s\n' "$v" $TOL $ACTS "$TMP/$v.h5" "$TMP/$v.ref.h5" >>"$TMP/pairs"
+done
+# the plain path (no hooks) and two threads give the same stats
+v=gemma2-bf16-sh
+if actdump -m "$M/$v" --ids "$TMP/ids" --threads 2 -o "$TMP/plain.h5" 2>"$TMP/err"; then
+	printf '%s\t%s\t-\t0\t%s\t%s\n' "$v stats only, 2 threads" $TOL "$TMP/plain.h5" "$TMP/$v.ref.h5" >>"$TMP/pairs"
+else t_fail "$v: actdump stats only" "$(head -3 "$TMP/err")"; fi
+while IFS=$'\t' read -r st what det; do
+	if [ "$st" = ok ]; then t_pass "$what ($det)"; else t_fail "$what" "$det"; fi
+done < <($PY "$REF/cmp_h5.py" --pairs "$TMP/pairs" 2>&1 | sed '/\t/!s/^/not ok\tcmp_h5.py\t/')
+
+# 2. swapexp and pcaprobe.  family:seed (seeds whose 64-token trace has two
+#    secondary episode starts under the relaxed rule)
+TC=-0.99 TN=1.2 W=2
+RULE=(--tau-cos $TC --tau-norm $TN)
+fams=(gpt2:1 neox:2 gemma2:1 gemma3:2 olmo2:4 mixtral:1 qwen2moe:1 qwen3moe:1)
+S=$TMP/swap; mkdir -p "$S"
+$PY -c "import random; random.seed(3); print(' '.join(str(random.randrange(256)) for _ in range(64)))" >"$S/ids"
+: >"$S/batch"
+for fs in "${fams[@]}"; do
+	f=${fs%%:*}
+	$PY "$MK" --arch "$f" --dtype f32 --layers 4 --window 24 --seed "${fs#*:}" "$S/M$f" >/dev/null
+	{ echo "$S/$f.none trace $S/M$f $S/ids $S/t$f.h5"
+	  echo "$S/eps$f.tsv targets $S/t$f.h5 $TC $TN 2"
+	  echo "$S/exp$f.tsv swaps $S/M$f $S/t$f.h5 $S/eps$f.tsv $W $TC $TN"
+	  echo "$S/pe$f.tsv probe $S/M$f $S/t$f.h5 $S/eps$f.tsv first 3 -2,0,2 $TC $TN"; } >>"$S/batch"
+done
+t_ok "swap_ref.py: traces, targets, swaps and probes of ${#fams[@]} families" $PY "$REF/swap_ref.py" batch "$S/batch"
+cmpcol() { paste "$1" "$2" | awk -F'\t' -v a="$3" -v b="$4" -v t="$5" -v m="$6" '
+	NR > 1 { d = $a - $b; if (d < 0) d = -d; s = $a < 0 ? -$a : $a
+	         if (m == "rel") { if (s < 1e-6) s = 1e-6; d /= s }
+	         if (d > w) w = d; n++ }
+	END { printf "%d %.3g\n", n, w; exit !(n > 0 && w <= t) }'; }
+cols() { cut -f2,7,9,14,17,15,19,11 "$1" | awk -F'\t' 'BEGIN{OFS="\t"} {print $1,$2,$3,$5,$7,$6,$8,$4}'; }
+cd "$S" || exit 1
+for fs in "${fams[@]}"; do
+	f=${fs%%:*}
+	t_eq "$f: the reference finds 2 episode starts" 2 "$(($(wc -l <eps$f.tsv) - 1))"
+	if swapexp -m M$f t$f.h5 eps$f.tsv -w $W "${RULE[@]}" --exact >x$f.tsv 2>err; then
+		cols x$f.tsv >ex$f.tsv
+		t_eq "$f: swapexp --exact rows in the reference's order" "$(cut -f1-3 exp$f.tsv)" "$(cut -f1-3 ex$f.tsv)"
+		r=""; ok=0
+		for c in 4 5 6 7; do r="$r $(cmpcol exp$f.tsv ex$f.tsv $c $c 1e-4 rel)" || ok=1; done
+		t_ok "$f: swapexp --exact norm, cos0, median, score within 1e-4 (rows, worst:$r)" test $ok -eq 0
+		t_eq "$f: swapexp --exact sink flags as the reference" "$(cut -f8 exp$f.tsv)" "$(cut -f8 ex$f.tsv)"
+	else t_fail "$f: swapexp --exact ran" "$(head -2 err)"; fi
+	if swapexp -m M$f t$f.h5 eps$f.tsv -w $W "${RULE[@]}" >c$f.tsv 2>err; then
+		cols c$f.tsv >ch$f.tsv
+		r=""; ok=0
+		for c in 4 5; do r="$r $(cmpcol exp$f.tsv ch$f.tsv $c $c 1e-4 rel)" || ok=1; done
+		r="$r $(cmpcol exp$f.tsv ch$f.tsv 7 7 0.3 rel)" || ok=1
+		t_ok "$f: swapexp re-runs: norm, cos0 within 1e-4, score within 0.3 (worst:$r)" test $ok -eq 0
+	else t_fail "$f: swapexp ran" "$(head -2 err)"; fi
+	LS=$(awk -F'\t' 'NR==2 {print $4}' eps$f.tsv)
+	if pcaprobe -m M$f t$f.h5 eps$f.tsv -l "$LS" -k 3 -a -2,0,2 "${RULE[@]}" >pc$f.tsv 2>err; then
+		cut -f3,4,6,7,8,9,10 pc$f.tsv >pg$f.tsv
+		r=""; ok=0
+		for c in 2 3 4 6 7; do r="$r $(cmpcol pe$f.tsv pg$f.tsv $c $c 1e-4 abs)" || ok=1; done
+		t_ok "$f: pcaprobe var_ratio, projections, gain, cos_u within 1e-4 (worst:$r)" test $ok -eq 0
+	else t_fail "$f: pcaprobe ran" "$(head -2 err)"; fi
+done
+t_done
