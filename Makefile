@@ -34,7 +34,7 @@ MAN7     := $(wildcard man/man7/*.7)
 
 DEPS_DEBIAN := build-essential pkg-config libhdf5-dev hdf5-tools libopenblas-dev liblapacke-dev \
   libyaml-dev libjansson-dev libyajl-dev libpcre2-dev libutf8proc-dev libcmocka-dev \
-  python3-torch python3-numpy python3-h5py python3-sklearn \
+  python3-torch python3-numpy python3-h5py python3-sklearn python3-pandas slurm-wlm munge \
   mandoc gnuplot-nox libxml2-utils valgrind clang libclang-rt-14-dev xz-utils bc bsdextrautils jq
 
 .SECONDARY:
