@@ -126,8 +126,15 @@ static int run(const char *path, FILE *buf, ss_err *e)
 		goto done;
 	if (summary && write_summary(buf, &tr, ep, n, lo, hi, e))
 		goto done;
+	/* the header once, with the experts column when the first trace is of
+	 * a mixture of experts */
+	static int with = -1;
+	if (!summary && with < 0) {
+		with = tr.moe_experts ? EP_WITH_EXPERTS : 0;
+		episodes_put_header(buf, with);
+	}
 	for (size_t k = 0; !summary && k < n; k++)
-		episodes_put_row(buf, tr.name, tr.text[ep[k].pos], &ep[k], 0);
+		episodes_put_row(buf, tr.name, tr.text[ep[k].pos], &ep[k], with);
 	if (out_h5 && write_h5(f, &tr, ep, n, lo, hi, e))
 		goto done;
 	rc = 0;
@@ -173,8 +180,6 @@ int main(int argc, char **argv)
 	}
 	if (summary)
 		fputs("trace\tlayer\tsinks\tprimary\tsecondary\tprimary_score\tsecondary_starts\n", buf);
-	else
-		episodes_put_header(buf, 0);
 	ss_progress pg;
 	ss_progress_start(&pg, "sinkdetect");
 	int rc = 0;

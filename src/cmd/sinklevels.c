@@ -38,9 +38,10 @@ static int write_table(FILE *buf, ss_eptab *tab, const ss_level *lv, size_t nlv,
 		return normlaw_write_tsv(buf, tab->ep, tab->n, nlv, e);
 	if (!assign)
 		return levels_write_tsv(buf, lv, nlv, tab, top, e);
-	episodes_put_header(buf, 1);
+	int with = EP_WITH_LEVEL | (tab->cols & EP_BIT(EP_EXPERTS) ? EP_WITH_EXPERTS : 0);
+	episodes_put_header(buf, with);
 	for (size_t i = 0; i < tab->n; i++)
-		episodes_put_row(buf, tab->trace[i], tab->text[i], &tab->ep[i], 1);
+		episodes_put_row(buf, tab->trace[i], tab->text[i], &tab->ep[i], with);
 	return 0;
 }
 

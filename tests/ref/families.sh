@@ -98,6 +98,33 @@ while IFS=$'\t' read -r st what det; do
 	if [ "$st" = ok ]; then t_pass "$what ($det)"; else t_fail "$what" "$det"; fi
 done < <($PY "$REF/cmp_h5.py" --pairs "$TMP/pairs" 2>&1 | sed '/\t/!s/^/not ok\tcmp_h5.py\t/')
 
+# actdump | sinkdetect | sinklevels on every family (a relaxed rule, so that
+# the random models have episodes); for the mixtures of experts the table's
+# experts column is the reference's router choice at (l_start, pos)
+for v in "${variants[@]}"; do
+	if actdump -m "$M/$v" --ids "$TMP/ids" 2>"$TMP/err" | sinkdetect --tau-cos -0.99 --tau-norm 1.2 >"$TMP/$v.eps" 2>>"$TMP/err" &&
+	   sinklevels --assign "$TMP/$v.eps" >"$TMP/$v.lv" 2>>"$TMP/err" && sinklevels "$TMP/$v.eps" >/dev/null 2>>"$TMP/err"; then
+		t_ok "$v: actdump | sinkdetect | sinklevels, $(($(wc -l <"$TMP/$v.eps") - 1)) episodes" test -s "$TMP/$v.lv"
+	else t_fail "$v: actdump | sinkdetect | sinklevels" "$(head -2 "$TMP/err")"; fi
+	case $v in mixtral*|qwen*moe*) ;; *) continue ;; esac
+	got=$($PY - "$TMP/$v.eps" "$TMP/$v.lv" "$TMP/$v.ref.h5" <<'PYEOF'
+import sys, h5py
+ref = h5py.File(sys.argv[3])["stats/moe_experts"][()]
+for path in sys.argv[1:3]:
+    rows = [l.rstrip("\n").split("\t") for l in open(path)]
+    h = rows[0]
+    bad = [r for r in rows[1:] if r[h.index("experts")] !=
+           ",".join(str(x) for x in ref[int(r[h.index("l_start")]) - 1, int(r[h.index("pos")])])]
+    print(len(rows) - 1, len(bad))
+PYEOF
+)
+	t_ok "$v: sinkdetect's and sinklevels --assign's experts column = the reference's experts at l_start ($got: rows, wrong)" \
+		test "$(echo $got | awk '{print ($1 > 1 && $2 == 0 && $3 == $1 && $4 == 0)}')" = 1
+done
+v=mixtral-f32   # one of its rows with a broken experts field
+{ head -1 "$TMP/$v.eps"; awk -F'\t' 'BEGIN {OFS = "\t"} NR == 3 {$15 = "3,,7"; print}' "$TMP/$v.eps"; } >"$TMP/badx.tsv"
+t_fails "sinklevels: a malformed experts column" 1 "badx.tsv:2: column 'experts'" sinklevels "$TMP/badx.tsv"
+
 # 2. swapexp and pcaprobe.  family:seed (seeds whose 64-token trace has two
 #    secondary episode starts under the relaxed rule)
 TC=-0.99 TN=1.2 W=2

@@ -8,12 +8,14 @@
 
 const char *const episode_cols[EP_NCOL] = {
 	"trace", "pos", "token", "text", "kind", "l_start", "l_end", "lifetime", "peak_norm",
-	"norm_ratio", "cos0", "score", "score_start", "mlp_norm_start", "level",
+	"norm_ratio", "cos0", "score", "score_start", "mlp_norm_start", "level", "experts",
 };
 
-void episodes_put_header(FILE *f, int with_level)
+void episodes_put_header(FILE *f, int with)
 {
-	for (int c = 0; c < (with_level ? EP_NCOL : EP_LEVEL); c++) {
+	for (int c = 0; c < EP_NCOL; c++) {
+		if ((c == EP_LEVEL && !(with & EP_WITH_LEVEL)) || (c == EP_EXPERTS && !(with & EP_WITH_EXPERTS)))
+			continue;
 		if (c)
 			fputc('\t', f);
 		fputs(episode_cols[c], f);
@@ -22,8 +24,9 @@ void episodes_put_header(FILE *f, int with_level)
 }
 
 void episodes_put_row(FILE *f, const char *trace, const char *text, const ss_episode *p,
-                      int with_level)
+                      int with)
 {
+	int with_level = with & EP_WITH_LEVEL;
 	tsv_put_escaped(f, trace, strlen(trace));
 	fprintf(f, "\t%ld\t%d\t", p->pos, p->token);
 	tsv_put_escaped(f, text, strlen(text));
@@ -32,7 +35,15 @@ void episodes_put_row(FILE *f, const char *trace, const char *text, const ss_epi
 	/* the level, a small integer, prints the same through %.6g */
 	const double v[7] = {p->peak_norm, p->norm_ratio, p->cos0, p->score, p->score_start,
 	                     p->mlp_norm_start, (double)p->level};
-	tsv_put_row_end(f, v, with_level ? 7 : 6);
+	if (!(with & EP_WITH_EXPERTS)) {
+		tsv_put_row_end(f, v, with_level ? 7 : 6);
+		return;
+	}
+	for (int k = 0; k < (with_level ? 7 : 6); k++) {
+		fputc('\t', f);
+		tsv_put_double(f, v[k]);
+	}
+	fprintf(f, "\t%s\n", p->experts[0] ? p->experts : "-");
 }
 
 #define MAX_LAYER 1000000
@@ -93,6 +104,18 @@ static int parse_row(const ss_tsv *t, const int *ix, int iprim, ss_episode *p, s
 	if (!(p->mlp_norm_start >= 0))
 		return ss_err_set(e, "%s:%ld: column 'mlp_norm_start': %g is not a norm", path, ln,
 		                  p->mlp_norm_start);
+	if (ix[EP_EXPERTS] >= 0) {
+		const char *x = tsv_field(t, ix[EP_EXPERTS], NULL);
+		size_t len = strlen(x);
+		int ok = len < sizeof p->experts && len > 0;
+		for (size_t k = 0; ok && k < len; k++)
+			ok = (x[k] >= '0' && x[k] <= '9') || (x[k] == ',' && k && x[k - 1] != ',' && k + 1 < len);
+		if (!ok && strcmp(x, "-"))
+			return ss_err_set(e, "%s:%ld: column 'experts': expected expert numbers like 3,7 or -, "
+			                  "got '%s'", path, ln, x);
+		if (ok)
+			memcpy(p->experts, x, len + 1);
+	}
 	return 0;
 }
 

@@ -32,6 +32,8 @@ typedef struct ss_episode {
 	double score_start;   /* sink-score of layer l_start+1 (recv row l_start) */
 	double mlp_norm_start;/* ||m[l_start][pos]|| (mlp_out_norm row l_start-1) */
 	long level;           /* sinklevels' level, 1-based; 0: in no level, or not assigned */
+	char experts[96];     /* mixtures of experts: the experts of m[l_start][pos] (the
+	                         router's choice, /stats/moe_experts), "3,7"; "" otherwise */
 } ss_episode;
 
 /* The columns of the table, in the order the writer prints them (the
@@ -39,22 +41,27 @@ typedef struct ss_episode {
 enum ss_ep_col {
 	EP_TRACE, EP_POS, EP_TOKEN, EP_TEXT, EP_KIND, EP_L_START, EP_L_END, EP_LIFETIME,
 	EP_PEAK_NORM, EP_NORM_RATIO, EP_COS0, EP_SCORE, EP_SCORE_START, EP_MLP_NORM_START,
-	EP_LEVEL, EP_NCOL
+	EP_LEVEL, EP_EXPERTS, EP_NCOL
 };
 #define EP_BIT(c) (1u << (c))
 #define EP_ALL (EP_BIT(EP_LEVEL) - 1) /* every column sinkdetect writes */
 extern const char *const episode_cols[EP_NCOL];
 
 /* Writing: the header line, and one row (trace name and token text are
- * escaped by tsv_put_escaped; numbers as tsv_put_double). */
-void episodes_put_header(FILE *f, int with_level);
+ * escaped by tsv_put_escaped; numbers as tsv_put_double).  with: EP_WITH_LEVEL
+ * adds the level column, EP_WITH_EXPERTS the experts column after it
+ * (mixtures of experts; "-" in a row without experts). */
+#define EP_WITH_LEVEL 1
+#define EP_WITH_EXPERTS 2
+void episodes_put_header(FILE *f, int with);
 void episodes_put_row(FILE *f, const char *trace, const char *text, const ss_episode *p,
-                      int with_level);
+                      int with);
 
 /* Rows read from one or more tables. */
 typedef struct ss_eptab {
 	size_t n, cap;
-	ss_episode *ep;    /* [n] absent columns read as 0 (kind absent: secondary) */
+	ss_episode *ep;    /* [n] absent columns read as 0 (kind absent: secondary), experts
+	                      as "" */
 	char **trace;      /* [n] "" when the table has no trace column */
 	char **text;       /* [n] "" when it has no text column */
 	long *line;        /* [n] line of the row in its file */
@@ -70,8 +77,8 @@ typedef struct ss_eptab {
  *               1, when present; else every row is secondary);
  *   pos         an integer >= 0;   token  an integer 0..2^31-1;
  *   l_start, lifetime  integers 1..1000000;   l_end  an integer;
- *   level       an integer >= 0;   the rest finite numbers, and
- *   mlp_norm_start >= 0.
+ *   level       an integer >= 0;   experts  comma-separated integers >= 0, or "-";
+ *   the rest finite numbers, and mlp_norm_start >= 0.
  * Errors name the file, the line and the column; on error t keeps the rows
  * of earlier tables only. */
 int eptab_read(ss_eptab *t, const char *path, unsigned need, ss_err *e);

@@ -160,6 +160,13 @@ static void fill(const ss_trace *tr, const double *med, ss_episode *ep, long j, 
 	ep->l_start = a;
 	ep->l_end = b;
 	ep->lifetime = b - a + 1;
+	if (tr->moe_experts) {   /* mixtures of experts: who wrote m[l_start][j] */
+		size_t o = 0;
+		const int32_t *x = tr->moe_experts + ((size_t)(a - 1) * (size_t)T + (size_t)j) * (size_t)tr->K;
+		for (long k = 0; k < tr->K && o + 12 < sizeof ep->experts; k++)
+			o += (size_t)snprintf(ep->experts + o, sizeof ep->experts - o, "%s%d", k ? "," : "",
+			                      (int)x[k]);
+	}
 	double cs = 0;
 	for (long l = a; l <= b; l++) {
 		double nrm = tr->resid_norm[(size_t)l * T + j];
