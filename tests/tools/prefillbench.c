@@ -5,7 +5,9 @@
  * This machine's speed drifts by 10-20% within seconds, so a sgemm figure
  * taken before a separate actdump process says little about the run that
  * follows.  Here the sequence is  ref, (prefill, ref) x ROUNDS:
- *   ref      the four projections of one layer (qkv, o, gate_up, down) as
+ *   ref      the products of one layer (qkv, o, gate_up, down; up, down
+ *            for an ungated MLP; router, top_k experts' gate_up and down
+ *            as M = T top_k, a shared expert, for a mixture of experts) as
  *            single sgemm calls with M = T and OpenBLAS's own threading,
  *            repeated at least 6 times (or for 10 s) and for at least 2 s after a
  *            warm-up (the former gemmbench's statistic, and the mean);
@@ -14,7 +16,8 @@
  * Each prefill is compared with the mean of the two ref windows around it,
  * both as sustained rates (FLOPs over the window's whole time, like the
  * prefill's own rate) and as best repetitions (the stricter figure).
- * Model FLOPs per token: 2 x the layer weights x L plus attention (2 x 2 x
+ * Model FLOPs per token: 2 x the layer weights x L (a mixture of experts:
+ * only its active experts) plus attention (2 x 2 x
  * head_dim per visible query-key pair and head; (T+1)/2 keys per query on
  * average without a sliding window).  Between phases the process sleeps
  * 0.3 s, so that OpenBLAS's spinning threads and ours never overlap.
@@ -57,7 +60,8 @@ static void pause_s(double s)
 }
 
 typedef struct ref_bufs {
-	long T, shp[4][2];   /* N, K of the four projections */
+	long T, shp[8][3];   /* N, K and rows per token of the layer's products */
+	int n;
 	float *A, *W, *C;
 	double flop;         /* of one repetition */
 } ref_bufs;
@@ -71,8 +75,8 @@ static void ref_window(const ref_bufs *r, int th, double *sust, double *best)
 	int reps = 0;
 	for (int rep = 0; (rep < 7 && total < 10.0) || total < 2.0; rep++) {
 		double t0 = ss_now();
-		for (int i = 0; i < 4; i++)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)r->T, (int)r->shp[i][0],
+		for (int i = 0; i < r->n; i++)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(r->T * r->shp[i][2]), (int)r->shp[i][0],
 			            (int)r->shp[i][1], 1.0f, r->A, (int)r->shp[i][1], r->W, (int)r->shp[i][1], 0.0f,
 			            r->C, (int)r->shp[i][0]);
 		double t = ss_now() - t0;
@@ -121,15 +125,33 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	long D = c->dim, F = c->hidden, q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
-	ref_bufs r = {.T = T, .shp = {{q + 2 * kv, D}, {D, q}, {2 * F, D}, {D, F}}};
+	/* the layer's products as one sgemm each over the T tokens: q/k/v, o, and
+	 * the MLP (gated: [2F, D]; ungated: [F, D]); a mixture of experts counts
+	 * only the active experts: the router, then top_k expert products per
+	 * token (as one sgemm of T * top_k rows), and a shared expert */
+	ref_bufs r = {.T = T, .n = 2, .shp = {{q + 2 * kv, D, 1}, {D, q, 1}}};
+#define SHP(N_, K_, R_) do { r.shp[r.n][0] = (N_); r.shp[r.n][1] = (K_); r.shp[r.n][2] = (R_); r.n++; } while (0)
+	if (c->n_experts) {
+		SHP(c->n_experts, D, 1);
+		SHP(2 * c->moe_hidden, D, c->top_k);
+		SHP(D, c->moe_hidden, c->top_k);
+		if (c->shared_hidden) {
+			SHP(2 * c->shared_hidden, D, 1);
+			SHP(D, c->shared_hidden, 1);
+		}
+	} else {
+		SHP(c->ungated ? F : 2 * F, D, 1);
+		SHP(D, F, 1);
+	}
+#undef SHP
 	size_t maxa = 0, maxw = 0, maxc = 0;
-	for (int i = 0; i < 4; i++) {
-		size_t a = (size_t)(T * r.shp[i][1]), w = (size_t)(r.shp[i][0] * r.shp[i][1]),
-		       cc = (size_t)(T * r.shp[i][0]);
+	for (int i = 0; i < r.n; i++) {
+		size_t a = (size_t)(T * r.shp[i][2] * r.shp[i][1]), w = (size_t)(r.shp[i][0] * r.shp[i][1]),
+		       cc = (size_t)(T * r.shp[i][2] * r.shp[i][0]);
 		maxa = a > maxa ? a : maxa;
 		maxw = w > maxw ? w : maxw;
 		maxc = cc > maxc ? cc : maxc;
-		r.flop += 2.0 * (double)T * (double)r.shp[i][0] * (double)r.shp[i][1];
+		r.flop += 2.0 * (double)T * (double)r.shp[i][2] * (double)r.shp[i][0] * (double)r.shp[i][1];
 	}
 	r.A = malloc(maxa * 4);
 	r.W = malloc(maxw * 4);
@@ -154,9 +176,11 @@ int main(int argc, char **argv)
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
 		ids[i] = i == 0 ? 1 : (int32_t)((s >> 33) % (unsigned long long)c->vocab);
 	}
-	double pairs = fwd_attention_pairs(c->sliding_window, 0, T);
+	double pairs = 0;   /* over the layers: Gemma's alternate windows */
+	for (int l = 1; l <= c->n_layers; l++)
+		pairs += fwd_attention_pairs(config_layer_window(c, l), 0, T);
 	double lin_tok = r.flop / (double)T * (double)c->n_layers;
-	double attn_tok = (double)c->n_layers * (double)c->n_heads * 4.0 * (double)c->head_dim * pairs / (double)T;
+	double attn_tok = (double)c->n_heads * 4.0 * (double)c->head_dim * pairs / (double)T;
 	double flop_tok = lin_tok + attn_tok;
 	printf("# prefillbench T=%ld threads=%ld: model %.1f MFLOP/token (attention %.1f)\n", T, th,
 	       flop_tok / 1e6, attn_tok / 1e6);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The families beyond the paper's at realistic layer shapes, each against the
+# sgemm-implied rate measured in the same process (tests/tools/prefillbench.c:
+# ref, (prefill, ref) x ROUNDS; a mixture of experts counts only its active
+# experts' FLOPs), next to the Qwen2.5-0.5B-shaped model of bench/actdump.sh
+# measured the same way in the same run.  Random bf16 models are written once
+# into $SS_BUILD/bench (never committed):
+#   gpt2-small     GPT-2 small: 12 layers, d 768, 12 heads, MLP 3072, vocab 50257
+#   pythia-410m    Pythia-410m layers: d 1024, 16 heads, MLP 4096, rotary_pct
+#                  0.25, parallel residual (8 of its 24 layers)
+#   gemma2-2b      Gemma-2-2b layers: d 2304, 8 heads, 4 KV heads, head_dim
+#                  256, MLP 9216, soft-capping, window 4096 (4 of its 26 layers)
+#   olmo2-1b       OLMo-2-1B layers: d 2048, 16 heads, MLP 8192 (4 of its 16)
+#   moe-small      a small Mixtral: d 1024, 16 heads, 4 KV heads, 8 experts of
+#                  2816, top 2 (4 layers)
+# Fewer layers than the real models and a vocabulary of 32000 where theirs is
+# larger: a stats-only prefill's FLOPs and speed are per layer, and it reads
+# only the embedding rows of its ids.  The machine is shared and noisy:
+# compare the ratios (each round's % of the sgemm-implied rate), not tok/s.
+# BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2),
+# BENCH_FAMILIES (names above; default all).
+set -u
+: "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BIN:=$SS_ROOT/bin}" "${SS_BUILD:=$SS_ROOT/build}"
+PY=/usr/bin/python3
+B=$SS_BUILD/bench
+TH=${BENCH_THREADS:-2}
+T=${BENCH_T:-512}
+R=${BENCH_ROUNDS:-3}
+mkdir -p "$B"
+MK="$PY $SS_ROOT/tests/tools/mkmodel.py --dtype bf16 --vocab 32000"
+declare -A spec=(
+	[gpt2-small]="--arch gpt2 --layers 12 --hidden 768 --heads 12 --kv-heads 12 --inter 3072 --max-pos 1024 --tied --vocab 50257"
+	[pythia-410m]="--arch neox --layers 8 --hidden 1024 --heads 16 --kv-heads 16 --inter 4096 --max-pos 2048"
+	[gemma2-2b]="--arch gemma2 --layers 4 --hidden 2304 --heads 8 --kv-heads 4 --head-dim 256 --inter 9216 --window 4096 --tied"
+	[olmo2-1b]="--arch olmo2 --layers 4 --hidden 2048 --heads 16 --kv-heads 16 --head-dim 128 --inter 8192"
+	[moe-small]="--arch mixtral --layers 4 --hidden 1024 --heads 16 --kv-heads 4 --head-dim 64 --experts 8 --topk 2 --moe-inter 2816"
+)
+order=(gpt2-small pythia-410m gemma2-2b olmo2-1b moe-small)
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads, T=$T, $R rounds"
+M=$B/qwen05-shape
+. "$SS_ROOT/tests/bench/qwen05_model"
+summary=()
+bench() {   # NAME DIR
+	echo "## $1 ($(du -sm "$2" | cut -f1) MiB)"
+	"$SS_BUILD/tools/prefillbench" "$2" "$T" "$TH" "$R" | tee "$B/$1.prefill" || return 1
+	summary+=("$(printf '%-12s %s' "$1" "$(grep '^summary' "$B/$1.prefill" | sed 's/^summary T=[0-9]*: //')")")
+}
+bench qwen2-0.5b "$M"
+for f in ${BENCH_FAMILIES:-${order[@]}}; do
+	d=$B/fam-$f
+	if [ ! -f "$d/config.json" ]; then
+		echo "# writing the random $f model to $d"
+		# shellcheck disable=SC2086
+		$MK ${spec[$f]} "$d.tmp" >/dev/null && mv "$d.tmp" "$d" || { echo "mkmodel.py failed for $f"; exit 1; }
+	fi
+	bench "$f" "$d" || exit 1
+done
+echo "# median % of the sustained sgemm-implied rate (of the best repetitions):"
+printf '%s\n' "${summary[@]}"
