@@ -1,4 +1,5 @@
-/* test_opt.c - option parsing, YAML config precedence, layer lists. */
+/* test_opt.c - option parsing, YAML config precedence, layer lists, sizes,
+ * the command line re-quoted. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +105,55 @@ static void test_layers(void **st)
 	assert_int_equal(m[0] + m[1] + m[10], 2);
 }
 
+/* layer lists from 0 (actdump's --layers: 0 = the embeddings) */
+static void test_layers_from0(void **st)
+{
+	unsigned char m[6];
+	ss_err e = {0};
+	assert_int_equal(ss_parse_layers_from("0,2-3", 0, 5, m, "--layers", &e), 0);
+	unsigned char want[6] = {1, 0, 1, 1, 0, 0};
+	assert_memory_equal(m, want, 6);
+	assert_int_equal(ss_parse_layers_from("all", 0, 5, m, "--layers", &e), 0);
+	assert_int_equal(m[0] + m[1] + m[2] + m[3] + m[4] + m[5], 6);
+	assert_int_equal(ss_parse_layers_from("2-6", 0, 5, m, "--layers", &e), -1);
+	assert_int_equal(e.status, SS_EXIT_USAGE);
+	assert_string_equal(e.msg, "--layers: layer range 2-6 outside 0-5");
+	assert_int_equal(ss_parse_layers_from("", 0, 5, m, "--layers", &e), -1);
+	assert_string_equal(e.msg, "--layers: empty layer list");
+}
+
+static void test_size(void **st)
+{
+	double v = 0;
+	assert_int_equal(ss_parse_size("512M", &v), 0);
+	assert_true(v == 512.0 * 1048576);
+	assert_int_equal(ss_parse_size("1.5G", &v), 0);
+	assert_true(v == 1.5 * 1073741824.0);
+	assert_int_equal(ss_parse_size("2KiB", &v), 0);
+	assert_true(v == 2048);
+	assert_int_equal(ss_parse_size("3tb", &v), 0);
+	assert_true(v == 3 * 1099511627776.0);
+	assert_int_equal(ss_parse_size("1000000", &v), 0);
+	assert_true(v == 1e6);
+	assert_int_equal(ss_parse_size("0", &v), -1);
+	assert_int_equal(ss_parse_size("-1G", &v), -1);
+	assert_int_equal(ss_parse_size("3Q", &v), -1);
+	assert_int_equal(ss_parse_size("1GG", &v), -1);
+	assert_int_equal(ss_parse_size("", &v), -1);
+}
+
+/* words with blanks, quotes or shell characters come back single-quoted,
+ * a quote inside as '\'' (what sh reads back to the same word) */
+static void test_cmdline(void **st)
+{
+	ss_err e = {0};
+	char *argv[] = {"actdump", "-m", "a b", "it's", "", "x*y", "plain"};
+	char *s = ss_command_line(7, argv, &e);
+	assert_non_null(s);
+	assert_string_equal(s, "actdump -m 'a b' 'it'\\''s' '' 'x*y' plain");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -112,6 +162,9 @@ int main(void)
 		cmocka_unit_test(test_config_unknown_key),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_layers),
+		cmocka_unit_test(test_layers_from0),
+		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_cmdline),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -9,12 +9,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "util/ofile.h"
 
 /* Every live mapping, for st_fault_path() (read from signal handlers). */
 #define ST_MAX_REG 256
@@ -47,6 +50,34 @@ const char *st_fault_path(const void *addr)
 		if (reg_on[i] && a >= reg[i].base && a < reg[i].base + reg[i].size)
 			return reg[i].path;
 	return NULL;
+}
+
+static const char *bus_prog = "sinkscope";
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)uc;
+	const char *p = st_fault_path(si->si_addr);
+	const char *m2 = p ? p : "model file",
+	           *m3 = ": file truncated or unreadable while mapped (SIGBUS); partial output removed\n";
+	ssize_t r = write(2, bus_prog, strlen(bus_prog));
+	r = write(2, ": ", 2);
+	r = write(2, m2, strlen(m2));
+	r = write(2, m3, strlen(m3));
+	(void)r;
+	ss_tmp_remove_all();
+	_exit(1);
+}
+
+void st_sigbus_install(const char *prog)
+{
+	bus_prog = prog;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
 }
 
 

@@ -70,6 +70,10 @@ int st_check_unused(const st_set *s, ss_err *e);
 /* The path of the mapped file holding addr, or NULL: for a SIGBUS handler
  * (a file truncated while mapped).  Async-signal-safe. */
 const char *st_fault_path(const void *addr);
+/* For main: on SIGBUS (a mapped model file cut short or unreadable), print
+ * "PROG: FILE: file truncated or unreadable while mapped (SIGBUS); partial
+ * output removed", remove the temporary outputs (ofile.h) and _exit(1). */
+void st_sigbus_install(const char *prog);
 
 /* Paging (stpage.c; a model larger than memory streams through it layer by layer).
  * st_release_range: drop the pages of [p, p + len) (inside one mapping of

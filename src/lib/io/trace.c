@@ -41,6 +41,13 @@ void trace_free(ss_trace *tr)
 	memset(tr, 0, sizeof *tr);
 }
 
+double trace_stats_bytes(long L, long T, long H)
+{
+	/* resid_norm and resid_cos0 (L+1 rows each), attn_out_norm and
+	 * mlp_out_norm (L), recv (L x H), f32; the ids and texts are small */
+	return 4.0 * (double)T * (double)(4 * L + 2 + L * H);
+}
+
 int trace_alloc(ss_trace *tr, long L, long T, long H, ss_err *e)
 {
 	memset(tr, 0, sizeof *tr);

@@ -64,6 +64,8 @@ int trace_read(const char *path, ss_trace *tr, ss_err *e);
 int trace_read_h5(ss_h5 *f, ss_trace *tr, ss_err *e);
 void trace_free(ss_trace *tr);
 
+/* Bytes of the /stats arrays of a trace of L layers, T tokens, H heads. */
+double trace_stats_bytes(long L, long T, long H);
 /* Allocate stats and tokens for L, T, H (zeroed); meta is left to the caller. */
 int trace_alloc(ss_trace *tr, long L, long T, long H, ss_err *e);
 /* Write root attributes, /tokens and /stats into a created file. */

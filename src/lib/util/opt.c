@@ -1,6 +1,7 @@
 /* opt.c - options and YAML config; see opt.h. */
 #include "util/opt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -48,11 +49,12 @@ int ss_parse_double(const char *s, double *v)
 	return 0;
 }
 
-int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what, ss_err *e)
+int ss_parse_layers_from(const char *s, int lo, int n, unsigned char *mask, const char *what,
+                         ss_err *e)
 {
 	memset(mask, 0, (size_t)n + 1);
 	if (!strcmp(s, "all")) {
-		memset(mask + 1, 1, (size_t)n);
+		memset(mask + lo, 1, (size_t)(n - lo + 1));
 		return 0;
 	}
 	const char *p = s;
@@ -71,9 +73,9 @@ int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what,
 			if (end == p || errno)
 				return ss_err_status(e, SS_EXIT_USAGE, "%s: bad layer list '%s'", what, s);
 		}
-		if (a < 1 || b > n || a > b)
+		if (a < lo || b > n || a > b)
 			return ss_err_status(e, SS_EXIT_USAGE,
-			                     "%s: layer range %ld-%ld outside 1-%d", what, a, b, n);
+			                     "%s: layer range %ld-%ld outside %d-%d", what, a, b, lo, n);
 		for (long l = a; l <= b; l++)
 			mask[l] = 1;
 		if (*end == ',')
@@ -82,6 +84,33 @@ int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what,
 			return ss_err_status(e, SS_EXIT_USAGE, "%s: bad layer list '%s'", what, s);
 		p = end;
 	}
+	return 0;
+}
+
+int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what, ss_err *e)
+{
+	return ss_parse_layers_from(s, 1, n, mask, what, e);
+}
+
+int ss_parse_size(const char *s, double *v)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(s, &end);
+	if (end == s || errno || !(x > 0))
+		return -1;
+	double mul = 1;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': mul = 1024.0; end++; break;
+	case 'M': mul = 1048576.0; end++; break;
+	case 'G': mul = 1073741824.0; end++; break;
+	case 'T': mul = 1099511627776.0; end++; break;
+	}
+	if (*end == 'B' || *end == 'b' || (*end == 'i' && end[1] == 'B' && (end += 1)))
+		end++;
+	if (*end)
+		return -1;
+	*v = x * mul;
 	return 0;
 }
 
@@ -257,8 +286,10 @@ static void help(const ss_prog *p)
 
 int ss_opt_exit(const ss_prog *p, int r, const ss_err *e)
 {
-	if (r == SS_OPT_EXIT)
-		return SS_EXIT_OK;
+	if (r == SS_OPT_EXIT) { /* the help or version text must have reached stdout */
+		ss_err w = {0};
+		return ss_main_end(p->name, 0, &w);
+	}
 	ss_err_print(p->name, e);
 	return e->status ? e->status : SS_EXIT_USAGE;
 }

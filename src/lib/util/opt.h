@@ -50,9 +50,10 @@ enum {
  * or SS_OPT_EXIT / SS_OPT_ERR. */
 int ss_opt_parse(const ss_prog *p, int argc, char **argv, ss_err *e);
 
-/* For main, after ss_opt_parse() returned r < 0: the exit status (0 after
- * --help or --version; else e's status, SS_EXIT_USAGE when it has none),
- * the error printed first as "prog: ..." on stderr. */
+/* For main, after ss_opt_parse() returned r < 0: the exit status (after
+ * --help or --version 0, or 1 with a message when stdout could not take
+ * them; else e's status, SS_EXIT_USAGE when it has none), the error printed
+ * first as "prog: ..." on stderr. */
 int ss_opt_exit(const ss_prog *p, int r, const ss_err *e);
 
 /* Print the usage lines ("usage: prog ...") to f. */
@@ -70,6 +71,14 @@ void ss_opt_free(void);
 /* Parse a layer list like "1-10,20" into a 0/1 mask of n+1 entries (index =
  * layer number, 1..n; "all" selects all). Returns -1 with e set on error. */
 int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what, ss_err *e);
+/* The same with layers lo..n (lo 0 or 1: 0 admits layer 0, the embeddings;
+ * "all" selects lo..n).  Errors (status SS_EXIT_USAGE) start with `what`:
+ * "--layers: layer range 3-1 outside 0-5". */
+int ss_parse_layers_from(const char *s, int lo, int n, unsigned char *mask, const char *what,
+                         ss_err *e);
+/* A size in bytes: "2G", "512M", "1.5G", "1000000" (K, M, G, T binary;
+ * a trailing B or iB allowed); positive.  0, or -1 when malformed. */
+int ss_parse_size(const char *s, double *v);
 /* Strict number parsing: whole string, finite. */
 int ss_parse_long(const char *s, long *v);
 int ss_parse_double(const char *s, double *v);

@@ -1,0 +1,120 @@
+/* seqs.c - the token sequences of a run; see seqs.h. */
+#include "engine/seqs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void seqs_free(ss_seqs *s)
+{
+	for (size_t i = 0; s->v && i < s->n; i++) {
+		free(s->v[i].ids);
+		free(s->v[i].name);
+		free(s->v[i].out);
+	}
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+/* "%d" or "{row}" in the pattern replaced by the row number. */
+static char *out_name(const char *pat, long row, ss_err *e)
+{
+	const char *a = strstr(pat, "%d"), *b = strstr(pat, "{row}");
+	const char *at = a && (!b || a < b) ? a : b;
+	size_t skip = at == a ? 2 : 5;
+	char num[32];
+	snprintf(num, sizeof num, "%ld", row);
+	size_t n = strlen(pat) + sizeof num;
+	char *s = ss_malloc(n, 1, "output name", e);
+	if (s)
+		snprintf(s, n, "%.*s%s%s", (int)(at - pat), pat, num, at + skip);
+	return s;
+}
+
+static int add_seq(ss_seqs *s, const ss_seq_src *src, const tok_ids *ids, const char *name,
+                   long row, ss_err *e)
+{
+	ss_seq *nv = realloc(s->v, (s->n + 1) * sizeof *nv);
+	if (!nv)
+		return ss_err_set(e, "out of memory");
+	s->v = nv;
+	ss_seq *q = &nv[s->n++];
+	memset(q, 0, sizeof *q);
+	q->row = row;
+	char nb[4200];
+	if (row >= 0)
+		snprintf(nb, sizeof nb, "%s:%ld", name, row);
+	else
+		snprintf(nb, sizeof nb, "%s", name);
+	q->name = ss_strdup(nb, e);
+	q->ids = ss_malloc(ids->n ? ids->n : 1, sizeof *q->ids, "token ids", e);
+	if (!q->name || !q->ids)
+		return -1;
+	q->T = (long)ids->n;
+	if (src->max_tokens > 0 && q->T > src->max_tokens)
+		q->T = src->max_tokens;
+	if (q->T == 0)
+		return ss_err_set(e, "%s: no tokens (empty text%s)", q->name,
+		                  src->no_post ? " and --no-bos" : "");
+	memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
+	return 0;
+}
+
+static int encode(tok *t, const ss_seq_src *src, const char *text, size_t n, tok_ids *ids, ss_err *e)
+{
+	ids->n = 0;
+	return src->fmt == SS_PF_RAW ? tok_encode(t, text, n, src->no_post ? 0 : TOK_POST, ids, e)
+	                             : gen_encode_prompt(t, src->fmt, text, n, ids, e);
+}
+
+static int read_all(ss_seqs *s, const ss_seq_src *src, tok *t, ss_err *e)
+{
+	if (src->ids) {
+		int32_t *ids = NULL;
+		long T = 0;
+		if (tok_read_ids(src->ids, &ids, &T, e) < 0)
+			return -1;
+		tok_ids a = {ids, (size_t)T, (size_t)T};
+		int r = add_seq(s, src, &a, src->ids, -1, e);
+		free(ids);
+		return r;
+	}
+	tok_ids ids = {0};
+	int rc = 0;
+	if (src->jsonl) {
+		tok_rows rows;
+		if (tok_jsonl_read(src->jsonl, src->field, src->index, &rows, e) < 0)
+			return -1;
+		const char *nm = strcmp(src->jsonl, "-") ? src->jsonl : "<stdin>";
+		for (size_t i = 0; i < rows.n && !rc; i++) {
+			if (encode(t, src, rows.v[i].text, rows.v[i].len, &ids, e) < 0)
+				rc = ss_err_prefix(e, "%s:%ld: field '%s'", nm, rows.v[i].line, src->field);
+			else
+				rc = add_seq(s, src, &ids, nm, rows.v[i].row, e);
+		}
+		tok_rows_free(&rows);
+	} else {
+		char *buf;
+		size_t len;
+		if (tok_read_text(src->text, &buf, &len, e) < 0)
+			return -1;
+		rc = encode(t, src, buf, len, &ids, e);
+		free(buf);
+		if (!rc)
+			rc = add_seq(s, src, &ids, strcmp(src->text, "-") ? src->text : "<stdin>", -1, e);
+	}
+	free(ids.v);
+	return rc;
+}
+
+int seqs_read(ss_seqs *s, const ss_seq_src *src, tok *t, ss_err *e)
+{
+	memset(s, 0, sizeof *s);
+	if (read_all(s, src, t, e) < 0)
+		return -1;
+	for (size_t i = 0; src->out_pattern && i < s->n; i++)
+		if (!(s->v[i].out = out_name(src->out_pattern, s->v[i].row, e)))
+			return -1;
+	return 0;
+}
