@@ -113,12 +113,18 @@ install: all
 	$(if $(MAN1),install -m 644 $(MAN1) $(DESTDIR)$(PREFIX)/share/man/man1/)
 	$(if $(MAN5),install -m 644 $(MAN5) $(DESTDIR)$(PREFIX)/share/man/man5/)
 	$(if $(MAN7),install -m 644 $(MAN7) $(DESTDIR)$(PREFIX)/share/man/man7/)
+	install -d $(DESTDIR)$(PREFIX)/share/sinkscope/qwen3
+	install -m 644 tests/data/tokenizers/qwen3/tokenizer.json tests/data/tokenizers/qwen3/tokenizer_config.json \
+	  $(DESTDIR)$(PREFIX)/share/sinkscope/qwen3/
+	sed 's#^\( *tokenizer: *\).*/qwen3/tokenizer.json#\1qwen3/tokenizer.json#' examples/organism.yaml \
+	  >$(DESTDIR)$(PREFIX)/share/sinkscope/organism.yaml
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(PROGS)) \
 	  $(addprefix $(DESTDIR)$(PREFIX)/share/man/man1/,$(notdir $(MAN1))) \
 	  $(addprefix $(DESTDIR)$(PREFIX)/share/man/man5/,$(notdir $(MAN5))) \
 	  $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(MAN7)))
+	rm -rf $(DESTDIR)$(PREFIX)/share/sinkscope
 
 clean:
 	rm -rf $(BUILD) $(BINDIR)

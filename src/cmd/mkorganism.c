@@ -68,8 +68,9 @@ int main(int argc, char **argv)
 		ss_err_status(&e, SS_EXIT_USAGE, "--dtype: '%s', expected f32, bf16 or f16", dtype);
 	int rc = e.status ? -1 : 0;
 	org_spec s;
+	char def[4200];
 	if (rc == 0)
-		rc = org_spec_load(&s, argc - i == 1 ? argv[i] : "examples/organism.yaml", &e);
+		rc = org_spec_load(&s, argc - i == 1 ? argv[i] : org_spec_default(def, sizeof def), &e);
 	if (rc == 0) {
 		if (dtype)
 			s.dtype = dt;

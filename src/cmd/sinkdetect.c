@@ -1,5 +1,6 @@
 /* sinkdetect - find sink episodes in sinkscope traces; see sinkdetect(1). */
 #include <limits.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +194,7 @@ int main(int argc, char **argv)
 	if (fclose(buf) != 0 && rc == 0)
 		rc = ss_err_set(&e, "out of memory building the table");
 	if (rc == 0 && fwrite(text, 1, len, stdout) != len)
-		rc = ss_err_set(&e, "<stdout>: write error");
+		rc = ss_err_errno(&e, errno ? errno : EIO, "<stdout>: write error");
 	free(text);
 	if (rc == 0 && ss_close_stdout(&e))
 		rc = -1;

@@ -1,5 +1,6 @@
 /* sinklevels - group secondary sink episodes into levels, fit the norm law;
  * see sinklevels(1). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -86,7 +87,7 @@ int main(int argc, char **argv)
 	if (buf && fclose(buf) != 0 && rc == 0)
 		rc = ss_err_set(&e, "out of memory building the table");
 	if (rc == 0 && fwrite(text, 1, len, stdout) != len)
-		rc = ss_err_set(&e, "<stdout>: write error");
+		rc = ss_err_errno(&e, errno ? errno : EIO, "<stdout>: write error");
 	free(text);
 	free(lv);
 	eptab_free(&tab);

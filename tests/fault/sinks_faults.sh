@@ -66,8 +66,8 @@ for prog in sinkdetect sinklevels; do
 	t_eq "$prog > /dev/full: exit 1" 1 "$rc"
 	t_eq "$prog > /dev/full: one line" 1 "$(wc -l <full.err | tr -d ' ')"
 	rc=$(closed_pipe $prog $in 2>pipe.err)
-	t_eq "$prog | (closed pipe): exit 1, not SIGPIPE" 1 "$rc"
-	t_eq "$prog | (closed pipe): one line" 1 "$(wc -l <pipe.err | tr -d ' ')"
+	t_eq "$prog | (closed pipe): ends by SIGPIPE, as a filter does" -13 "$rc"
+	t_eq "$prog | (closed pipe): silent" 0 "$(wc -l <pipe.err | tr -d ' ')"
 done
 
 # --- full disk on -o -------------------------------------------------------------

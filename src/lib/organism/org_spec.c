@@ -407,3 +407,23 @@ int org_spec_load(org_spec *s, const char *path, ss_err *e)
 		org_spec_free(s);
 	return rc;
 }
+
+const char *org_spec_default(char *buf, size_t n)
+{
+	static const char *rel[] = {"/../share/sinkscope/organism.yaml", "/../examples/organism.yaml"};
+	char exe[4096];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (k > 0) {
+		exe[k] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash)
+			*slash = '\0';
+		for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+			snprintf(buf, n, "%s%s", exe, rel[i]);
+			if (access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	snprintf(buf, n, "examples/organism.yaml");
+	return buf;
+}

@@ -63,6 +63,12 @@ typedef struct org_spec {
 
 /* Read and check a spec (YAML).  Errors: "FILE:FIELD: what". */
 int org_spec_load(org_spec *s, const char *path, ss_err *e);
+/* The default spec: beside the running program, an installed
+ * PREFIX/bin/mkorganism reads PREFIX/share/sinkscope/organism.yaml (make
+ * install puts it there with its tokenizer); a build tree's bin/mkorganism
+ * reads examples/organism.yaml; else examples/organism.yaml from the
+ * working directory.  The first that exists, into buf. */
+const char *org_spec_default(char *buf, size_t n);
 void org_spec_free(org_spec *s);
 
 /* Build the model folder dir (config.json, model.safetensors, tokenizer.json,

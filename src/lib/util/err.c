@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 static void vset(ss_err *e, int status, const char *fmt, va_list ap)
@@ -14,6 +15,7 @@ static void vset(ss_err *e, int status, const char *fmt, va_list ap)
 	if (!e)
 		return;
 	e->status = status;
+	e->errnum = 0;
 	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
 	/* keep messages on one line */
 	for (char *p = e->msg; *p; p++)
@@ -48,6 +50,7 @@ int ss_err_errno(ss_err *e, int errnum, const char *fmt, ...)
 	if (e) {
 		size_t n = strlen(e->msg);
 		snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(errnum));
+		e->errnum = errnum;
 	}
 	return -1;
 }
@@ -77,8 +80,18 @@ void ss_err_clear(ss_err *e)
 	}
 }
 
+static void (*cleanup)(void);
+
+void ss_err_set_cleanup(void (*fn)(void)) { cleanup = fn; }
+
 void ss_err_print(const char *prog, const ss_err *e)
 {
+	if (e && e->errnum == EPIPE) {
+		if (cleanup)
+			cleanup();
+		signal(SIGPIPE, SIG_DFL);
+		raise(SIGPIPE);
+	}
 	fprintf(stderr, "%s: %s\n", prog, e && e->msg[0] ? e->msg : "unknown error");
 }
 

@@ -25,6 +25,7 @@ enum ss_exit {
 
 typedef struct ss_err {
 	int status;           /* an ss_exit value; 0 when no error is set */
+	int errnum;           /* the errno of ss_err_errno, else 0 */
 	char msg[SS_ERR_MAX]; /* one line, no trailing newline */
 } ss_err;
 
@@ -43,8 +44,14 @@ int ss_err_prefix(ss_err *e, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void ss_err_clear(ss_err *e);
 
-/* For main() only: print "prog: msg" to stderr. */
+/* For main() only: print "prog: msg" to stderr.  An error that is a closed
+ * pipe (errnum EPIPE: the reader of `... | head` is gone) is not printed:
+ * the cleanup hook runs and the process ends by SIGPIPE, silently, as
+ * every Unix filter does. */
 void ss_err_print(const char *prog, const ss_err *e);
+/* The hook ss_err_print runs before ending by SIGPIPE (ofile.h sets it to
+ * remove the temporary outputs). */
+void ss_err_set_cleanup(void (*fn)(void));
 /* For main() only: print "prog: " + message to stderr (warnings, usage). */
 void ss_warn(const char *prog, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -56,6 +56,7 @@ void ss_signals_install(const char *prog)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	ss_err_set_cleanup(ss_tmp_remove_all);
 }
 
 int ss_tmp_register(const char *path, ss_err *e)

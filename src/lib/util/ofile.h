@@ -21,8 +21,9 @@
  * The
  * temporary names are registered so that SIGINT, SIGTERM and SIGHUP remove
  * them before the process dies (with the signal's default status).  SIGPIPE
- * is ignored, so a closed stdout pipe shows up as a write error (EPIPE)
- * that the program reports and turns into exit status 1.
+ * is ignored, so a closed stdout pipe shows up as a write error (EPIPE);
+ * ss_err_print then removes the temporaries and ends the process by
+ * SIGPIPE without a word, as a filter killed by the signal would.
  */
 #ifndef SS_OFILE_H
 #define SS_OFILE_H
