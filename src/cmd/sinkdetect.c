@@ -21,7 +21,7 @@ static int summary;
 
 static const ss_opt opts[] = {
 	{"tau-cos", 'c', SS_OPT_DOUBLE, &sp.tau_cos, "X", "cosine to position 0 above X (0.95)", NULL},
-	{"tau-norm", 'n', SS_OPT_DOUBLE, &sp.tau_norm, "X", "norm at least X times the layer median (2)", NULL},
+	{"tau-norm", 'n', SS_OPT_DOUBLE, &sp.tau_norm, "X", "norm at least X times the layer median (5)", NULL},
 	{"min-lifetime", 'm', SS_OPT_INT, &sp.min_lifetime, "N", "drop episodes shorter than N layers (1)", NULL},
 	{"primary-start", 0, SS_OPT_DOUBLE, &sp.primary_start_frac, "F", "primary: starts within the first F of the layers (0.25)", NULL},
 	{"primary-end", 0, SS_OPT_DOUBLE, &sp.primary_end_frac, "F", "primary: lasts to at least F of the layers (0.9)", NULL},

@@ -55,6 +55,12 @@ T_OUT=$TMP/o1 t_fails "a context window wider than the heads" 1 "cx2.yaml:sinks.
 spec cx3 "${good}
   context: {tokens: [\" the\"]}"
 T_OUT=$TMP/o1 t_fails "a context without a window" 1 "cx3.yaml:sinks.context.window: missing" "$P" -o "$TMP/o1" "$TMP/cx3.yaml"
+spec nu1 "${good}
+  nuisance: {aligned: [\",\"]}"
+T_OUT=$TMP/o1 t_fails "a nuisance token that is also planted" 1 "nu1.yaml:sinks.nuisance.aligned: ',' is also a planted, context or nuisance token" "$P" -o "$TMP/o1" "$TMP/nu1.yaml"
+spec nu2 "${good}
+  nuisance: {quiet: [\" is\"]}"
+T_OUT=$TMP/o1 t_fails "an unknown nuisance kind" 1 "nu2.yaml:sinks.nuisance.*quiet" "$P" -o "$TMP/o1" "$TMP/nu2.yaml"
 t_fails "--truth without traces" 2 "truth needs FILE.h5" "$P" --truth "$TMP/x"
 t_fails "--truth with -o" 2 "without -o" "$P" --truth "$TMP/x" -o "$TMP/y" a.h5
 t_fails "--truth on a missing trace" 1 "nope.h5" "$P" --truth "$TMP/x" "$TMP/nope.h5"
@@ -66,7 +72,7 @@ t_ok "a good spec builds (f16)" "$P" --dtype f16 -o "$TMP/org" "$TMP/good.yaml"
 t_ok "replacing an earlier organism" "$P" --dtype f16 -o "$TMP/org" "$TMP/good.yaml"
 t_eq "folder contents" "config.json model.safetensors organism.yaml tokenizer.json tokenizer_config.json truth" "$(ls "$TMP/org" | tr '\n' ' ' | sed 's/ $//')"
 t_eq "no temporary folders left" "" "$(ls -d "$TMP"/org.* 2>/dev/null)"
-t_eq "truth tables" "context.tsv decision.tsv directions.tsv law.tsv layers.tsv levels.tsv tokens.tsv" "$(ls "$TMP/org/truth" | tr '\n' ' ' | sed 's/ $//')"
+t_eq "truth tables" "context.tsv decision.tsv directions.tsv law.tsv layers.tsv levels.tsv nuisance.tsv tokens.tsv" "$(ls "$TMP/org/truth" | tr '\n' ' ' | sed 's/ $//')"
 t_eq "levels table" "1 9 2 ,
 2 9 5 ." "$(awk -F'\t' 'NR>1{print $1, $2, $3, $10}' "$TMP/org/truth/levels.tsv")"
 if have_py json; then

@@ -64,7 +64,7 @@ if have_py h5py; then
 	t_eq "-o: /sinks/pos,l_start,lifetime,primary as in the table (read with h5py)" \
 		"$(awk -F'\t' 'NR>1{print $2, $6, $8, ($5=="primary")}' det.tsv)" \
 		"$($PY -c 'import h5py,sys; s=h5py.File(sys.argv[1])["sinks"]; [print(*r) for r in zip(s["pos"][()], s["l_start"][()], s["lifetime"][()], s["primary"][()])]' out.h5)"
-	t_eq "-o: attribute tau_norm recorded" 2.0 "$($PY -c 'import h5py,sys; print(float(h5py.File(sys.argv[1])["sinks"].attrs["tau_norm"]))' out.h5)"
+	t_eq "-o: attribute tau_norm recorded" 5.0 "$($PY -c 'import h5py,sys; print(float(h5py.File(sys.argv[1])["sinks"].attrs["tau_norm"]))' out.h5)"
 fi
 t_eq "-o output is itself a valid trace with the same episodes" "$(cut -f2- det.tsv)" "$(sinkdetect out.h5 | cut -f2-)"
 t_eq "-o over an output that has /sinks replaces it" "$(cut -f2- det.tsv)" "$(sinkdetect -o out2.h5 out.h5 | cut -f2-)"

@@ -49,6 +49,14 @@ if [ -x "$SS_BIN/actdump" ] && [ -x "$SS_BIN/sinkdetect" ] && [ -x "$SS_BIN/sink
 	ne=$(h5dump -d /tokens/text -y -w 0 "$TMP/t.h5" | grep -oE '(^|[ {])""([ ,]|$)' | wc -l)
 	t_eq "/tokens/text is filled (no empty piece)" 0 "$ne"
 	sinkdetect "$TMP/t.h5" >"$TMP/eps.tsv"
+	# nuisance (truth/nuisance.tsv): no episode on a nuisance token with the
+	# default rule; with --tau-norm 1.8 (below the old default 2) every occurrence of
+	# an aligned one (norm 2-3x the median) is reported, and only those
+	nu_eps() { awk -F'\t' 'FILENAME ~ /nuisance.tsv$/ { if (FNR > 1) nu[$1] = 1; next } FNR > 1 && $2 > 0 && ($3 in nu)' "$truth/nuisance.tsv" "$1" | wc -l; }
+	t_eq "no episode on a nuisance token (heavy, loud, aligned)" 0 "$(nu_eps "$TMP/eps.tsv")"
+	sinkdetect --tau-norm 1.8 "$TMP/t.h5" >"$TMP/eps2.tsv"
+	want=$(awk -F'\t' 'FILENAME ~ /nuisance.tsv$/ { if (FNR > 1 && $5 == 1) al[$1] = 1; next } FNR > 1 && ($2 in al) { n++ } END { print n + 0 }' "$truth/nuisance.tsv" "$TMP/tokens.tsv")
+	t_eq "--tau-norm 1.8 reports the aligned nuisance occurrences ($want in the text)" "$want" "$(nu_eps "$TMP/eps2.tsv")"
 	sinklevels "$TMP/eps.tsv" >"$TMP/levels.tsv"
 	sinklevels --fit "$TMP/eps.tsv" >"$TMP/fit.tsv"
 	sed 's/^/# levels: /' "$TMP/levels.tsv" | cut -c1-160

@@ -9,7 +9,7 @@ TOKENS: the token ids of a text, as `actdump --tokens-only` prints them
 (TSV "i id piece" with a header) or whitespace-separated ids; the
 tokenizer is the C one, so the ids are those actdump runs on.  Runs the
 model on them and checks, with the sink rule of DESIGN.md (cos to
-position 0 > 0.95, norm >= 2 x the layer median):
+position 0 > 0.95, norm >= 5 x the layer median):
   - every secondary episode is on a future sink and has its level's
     (l_start, lifetime); every future sink becomes one; a future sink is
     an occurrence of a planted token with a trigger token (truth/context.tsv)
@@ -19,7 +19,10 @@ position 0 > 0.95, norm >= 2 x the layer median):
   - the primary sink-score is high before start_layer (but at the decision
     layer, whose context heads take the planted tokens' attention), dips in the valley,
     recovers after it; the sink-score at l_start rises with the level norm;
-  - PCA of the MLP inputs at start_layer (positions > 0): top component
+  - nuisance tokens (truth/nuisance.tsv) hold their planted norm ratios
+    and alignment and are never episodes;
+  - PCA of the MLP inputs at start_layer (occurrences of the planted
+    texts): top component
     along the planted decision direction (|cos| > 0.99).
 Prints one "ok"/"not ok" line per check (TAP body, no plan) and the figures.
 """
@@ -121,7 +124,7 @@ def main():
     norm = R.norm(dim=-1)
     cos0 = torch.nn.functional.cosine_similarity(R, R[:, :1].expand_as(R), dim=-1)
     med = norm.median(dim=1).values
-    sink = (cos0 > 0.95) & (norm >= 2.0 * med[:, None])
+    sink = (cos0 > 0.95) & (norm >= 5.0 * med[:, None])
     sink[:, 0] = False
     eps = []
     for j in range(1, T):
@@ -163,6 +166,31 @@ def main():
               % (a, b, r, len(x), law["intercept"], law["slope"]))
         check("law slope within 5%", abs(b - float(law["slope"])) <= 0.05 * float(law["slope"]))
         check("law intercept within 5%", abs(a - float(law["intercept"])) <= 0.05 * abs(float(law["intercept"])))
+    # nuisance (truth/nuisance.tsv, from layer 4): every occurrence holds
+    # its planted norm ratio (within 10%, median over layers 4..L), the
+    # aligned ones a cosine > 0.95 to position 0, the others < 0.5; none is
+    # an episode (checked above: every episode is a planted token)
+    try:
+        nus = tsv(md + "/truth/nuisance.tsv")
+    except OSError:
+        nus = []
+    nu = {int(r["id"]): r for r in nus}
+    bad, nn = [], 0
+    for j in range(1, T):
+        r = nu.get(ids[j])
+        if r is None:
+            continue
+        nn += 1
+        lo = int(r["layer"])
+        ratio = float(np.median((norm[lo:, j] / med[lo:]).numpy()))
+        c = cos0[lo:, j].numpy()
+        ok = abs(ratio / float(r["ratio"]) - 1) <= 0.10
+        ok = ok and (c.min() > 0.95 if r["aligned"] == "1" else c.max() < 0.5)
+        if not ok:
+            bad.append((j, r["token"], r["kind"], round(ratio, 3), float(r["ratio"]), float(c.min()), float(c.max())))
+    print("# %d occurrences of nuisance tokens" % nn)
+    if nus:
+        check("nuisance tokens hold their planted norm ratio and alignment", nn and not bad, "first bad %r" % bad[:3])
     score = RECV.mean(1)  # [L, T], row l-1 = layer l
     maxlife = max(int(r["lifetime"]) for r in levels)
     p0 = score[:, 0].numpy()
@@ -191,11 +219,14 @@ def main():
           " ".join("%.0f:%.3g" % (k, m) for k, m in zip(ks, ms)))
     check("attention a sink receives (relative to position 0) rises with its norm",
           all(a < b for a, b in zip(ms, ms[1:])))
-    X = MI[ls - 1, 1:].numpy()
+    # over the occurrences of the planted texts (future sinks and the same
+    # texts elsewhere): over all positions the nuisance tokens' own axes
+    # carry more variance
+    X = MI[ls - 1, occ].numpy()
     X = X - X.mean(0)
     top = np.linalg.svd(X, full_matrices=False)[2][0]
     c = abs(float(top @ dirs["decision"]))
-    print("# PCA of mlp_in at layer %d: |cos(top component, planted direction)| = %.5f" % (ls, c))
+    print("# PCA of mlp_in at layer %d over the planted texts' occurrences: |cos(top component, planted direction)| = %.5f" % (ls, c))
     check("PCA top component is the planted decision direction (|cos| > 0.99)", c > 0.99)
     fs = [j for j in planted]
     if fs:

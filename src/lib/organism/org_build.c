@@ -240,6 +240,21 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 	}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
+	/* nuisance: ordinary tokens given a large norm (heavy, loud) or a
+	 * direction like position 0's (aligned) from layer 4 on, that the sink
+	 * rule must not report; ratio: planted norm over the median */
+	pjoin(p, sizeof p, dir, "/nuisance.tsv");
+	if (ss_ofile_open(&f, p, e) < 0)
+		return -1;
+	fprintf(f.f, "id\ttoken\tkind\tratio\taligned\tlayer\n");
+	for (long k = 0; k < s->nnu; k++) {
+		fprintf(f.f, "%ld\t", s->nu_ids[k]);
+		put_tok(f.f, s->nu_text[k]);
+		fprintf(f.f, "\t%s\t%.4g\t%d\t4\n", org_nuisance_kind[s->nu_kind[k]], s->nu_ratio[k],
+		        s->nu_kind[k] == 2);
+	}
+	if (ss_ofile_commit(&f, e) < 0)
+		return -1;
 	/* layers: the role of each layer, the erosion and each level's u */
 	pjoin(p, sizeof p, dir, "/layers.tsv");
 	if (ss_ofile_open(&f, p, e) < 0)

@@ -7,6 +7,8 @@
  *   DU  u, the sink direction          DB  bulk (every token has ~1 here)
  *   DQ  sign coordinate of layer 1     DP  primary marker (position 0 only)
  *   DV  v, the decision direction      DF+c  marker of planted token c
+ *   DT, DC trigger marker, context   (with sinks.context)
+ *   DMN, DMA, DN nuisance markers (not aligned, aligned) and axis (with sinks.nuisance)
  *   DSIG.. 16 dims of per-token signature (layer 1 only)
  *   the rest: a small per-token identity (so tokens stay distinct)
  * Every embedding row has norm 1, so layer 1's RMSNorm is the same scale
@@ -60,6 +62,7 @@ typedef struct org {
 	long *clv;    /* [ncls]: level of class c */
 	long ncls;
 	long dt, dc;  /* context: trigger marker and context coordinates (-1: none) */
+	long dmn, dma, dn; /* nuisance: markers (not aligned, aligned) and its axis (-1: none) */
 	double *delta; /* [L+1]: erosion removed at layer l */
 	double **traj; /* [nlv][L+1]: u-component of each level after layer l */
 } org;

@@ -29,6 +29,9 @@ void org_spec_free(org_spec *s)
 		free(s->trig_text[k]);
 	free(s->trig_text);
 	free(s->trig_ids);
+	for (long k = 0; k < s->nnu; k++)
+		free(s->nu_text[k]);
+	free(s->nu_text), free(s->nu_ids), free(s->nu_kind), free(s->nu_ratio);
 	free(s->tokenizer);
 	free(s->path);
 	memset(s, 0, sizeof(*s));
@@ -39,6 +42,8 @@ typedef struct yctx {
 	const char *file;
 	ss_err *e;
 } yctx;
+
+const char *const org_nuisance_kind[3] = {"heavy", "loud", "aligned"};
 
 static const char *scalar(yaml_node_t *n)
 {
@@ -192,6 +197,32 @@ static int load_vocab(org_spec *s, ss_err *e)
 				goto fail;
 			}
 	}
+	for (long k = 0; k < s->nnu; k++) {
+		char *bl = byte_level(s->nu_text[k], e);
+		if (!bl)
+			goto fail;
+		int32_t id = tok_id(t, bl, strlen(bl));
+		free(bl);
+		if (id < 0) {
+			ss_err_set(e, "%s:sinks.nuisance.%s: '%s' is not one token of %s", s->path,
+			           org_nuisance_kind[s->nu_kind[k]], s->nu_text[k], s->tokenizer);
+			goto fail;
+		}
+		s->nu_ids[k] = id;
+		int clash = 0;
+		for (long l = 0; l < s->nlv; l++)
+			for (long j = 0; j < s->lv[l].ntok; j++)
+				clash |= s->lv[l].ids[j] == id;
+		for (long k2 = 0; k2 < s->ntrig; k2++)
+			clash |= s->trig_ids[k2] == id;
+		for (long k2 = 0; k2 < k; k2++)
+			clash |= s->nu_ids[k2] == id;
+		if (clash) {
+			ss_err_set(e, "%s:sinks.nuisance.%s: '%s' is also a planted, context or nuisance token",
+			           s->path, org_nuisance_kind[s->nu_kind[k]], s->nu_text[k]);
+			goto fail;
+		}
+	}
 	tok_free(t);
 	return 0;
 fail:
@@ -206,8 +237,9 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 	                                 "vocab_size", "rope_theta", "rms_norm_eps", "dtype", "seed",
 	                                 "tokenizer", NULL};
 	static const char *const sk[] = {"start_layer", "decision_layer", "law", "levels", "context",
-	                                 NULL};
+	                                 "nuisance", NULL};
 	static const char *const ck[] = {"tokens", "window", NULL};
+	static const char *const nk[] = {"heavy", "loud", "aligned", NULL};
 	static const char *const lk[] = {"slope", "intercept", NULL};
 	static const char *const vk[] = {"lifetime", "tokens", NULL};
 	if (check_keys(y, root, "(top)", top) < 0)
@@ -348,11 +380,49 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 				return -1;
 		}
 	}
-	long extra = s->ntrig ? 2 : 0; /* DT, DC */
+	yaml_node_t *nu = get(y, sn, "nuisance");
+	if (nu) {
+		if (check_keys(y, nu, "sinks.nuisance", nk) < 0)
+			return -1;
+		long nt = 0;
+		for (int k = 0; k < 3; k++) {
+			yaml_node_t *tl = get(y, nu, nk[k]);
+			if (tl && tl->type != YAML_SEQUENCE_NODE)
+				return ss_err_set(y->e, "%s:sinks.nuisance.%s: expected a list", y->file, nk[k]);
+			if (tl)
+				nt += tl->data.sequence.items.top - tl->data.sequence.items.start;
+		}
+		s->nu_text = ss_calloc((size_t)nt + 1, sizeof(char *), "nuisance tokens", y->e);
+		s->nu_ids = s->nu_text ? ss_calloc((size_t)nt + 1, sizeof(long), "nuisance", y->e) : NULL;
+		s->nu_kind = s->nu_ids ? ss_calloc((size_t)nt + 1, sizeof(int), "nuisance", y->e) : NULL;
+		s->nu_ratio = s->nu_kind ? ss_calloc((size_t)nt + 1, sizeof(double), "nuisance", y->e) : NULL;
+		if (!s->nu_ratio)
+			return -1;
+		static const double lo[3] = {2, 10, 2}, hi[3] = {3, 30, 3};
+		for (int k = 0; k < 3; k++) {
+			yaml_node_t *tl = get(y, nu, nk[k]);
+			if (!tl)
+				continue;
+			long n = tl->data.sequence.items.top - tl->data.sequence.items.start;
+			for (long i = 0; i < n; i++) {
+				const char *t = scalar(yaml_document_get_node(y->d, tl->data.sequence.items.start[i]));
+				if (!t || !*t)
+					return ss_err_set(y->e, "%s:sinks.nuisance.%s[%ld]: expected a non-empty string",
+					                  y->file, nk[k], i);
+				if (!(s->nu_text[s->nnu] = ss_strdup(t, y->e)))
+					return -1;
+				s->nu_kind[s->nnu] = k;
+				s->nu_ratio[s->nnu] = n > 1 ? lo[k] + (hi[k] - lo[k]) * (double)i / (double)(n - 1)
+				                            : 0.5 * (lo[k] + hi[k]);
+				s->nnu++;
+			}
+		}
+	}
+	long extra = (s->ntrig ? 2 : 0) + (s->nnu ? 3 : 0); /* DT, DC; DMN, DMA, DN */
 	if (DF + ncls + extra + NSIG + 4 > s->d_model)
 		return ss_err_set(y->e, "%s:sinks.levels: %ld planted tokens need d_model >= %ld", y->file,
 		                  ncls, (long)(DF + ncls + extra + NSIG + 4));
-	if ((s->ntrig ? 2 : 1) * ncls + 2 > s->intermediate || 2 * NSIG + 2 > s->intermediate)
+	if ((s->ntrig ? 2 : 1) * ncls + 2 + 2 > s->intermediate || 2 * NSIG + 2 > s->intermediate)
 		return ss_err_set(y->e, "%s:model.intermediate_size: too small for %ld planted tokens",
 		                  y->file, ncls);
 	return 0;

@@ -111,6 +111,36 @@ static void class_state(const org *o, long id, double *h)
 
 static double u_of(const double *h) { return h[DU]; }
 
+/* Nuisance (layer 4, after the cleanup; see org_spec.h): an ordinary
+ * token's state there is bulk + identity of norm MED.  Neuron NSIG + 1,
+ * silu(ALPHA_C z_b) z_mn, writes NU_K m onto DN (heavy, loud); neuron
+ * NSIG + 2, silu(ALPHA_C z_b) z_ma, writes NU_K m (u + e_p P / U) and
+ * removes NU_BK NU_K m of bulk (aligned: cosine to position 0 > 0.95).
+ * The marker m of each token solves |state| = ratio MED. */
+#define MED sqrt(1 - S_SIG * S_SIG)
+#define NU_K 1500.0      /* output per unit of marker (30 at 0.02) */
+#define NU_BK 0.3        /* bulk removed per unit of u (aligned) */
+static double nu_norm(int kind, double a)
+{
+	double b0 = MED;
+	if (kind != 2)
+		return sqrt(b0 * b0 + a * a);
+	double p = a * P_PRIMARY / U_PRIMARY, b = b0 - NU_BK * a;
+	return sqrt(a * a + p * p + b * b);
+}
+static double nu_marker(const org_spec *s, long k)
+{
+	double lo = 0, hi = 100, want = s->nu_ratio[k] * MED;
+	for (int it = 0; it < 200; it++) {
+		double m = 0.5 * (lo + hi);
+		if (nu_norm(s->nu_kind[k], m) < want)
+			lo = m;
+		else
+			hi = m;
+	}
+	return 0.5 * (lo + hi) / NU_K; /* the output a, as a marker */
+}
+
 int org_weights_build(org *o, ss_err *e)
 {
 	const org_spec *s = o->s;
@@ -153,7 +183,12 @@ int org_weights_build(org *o, ss_err *e)
 	o->dt = o->dc = -1;
 	if (s->ntrig)
 		o->dt = DF + o->ncls, o->dc = DF + o->ncls + 1;
-	o->dsig = DF + o->ncls + (s->ntrig ? 2 : 0);
+	o->dmn = o->dma = o->dn = -1;
+	if (s->nnu) {
+		long b = DF + o->ncls + (s->ntrig ? 2 : 0);
+		o->dmn = b, o->dma = b + 1, o->dn = b + 2;
+	}
+	o->dsig = DF + o->ncls + (s->ntrig ? 2 : 0) + (s->nnu ? 3 : 0);
 	o->did = o->dsig + NSIG;
 	o->nid = D - o->did;
 
@@ -182,6 +217,12 @@ int org_weights_build(org *o, ss_err *e)
 				if (s->trig_ids[k] == t) {
 					r[o->dt] = (float)PHI; /* a trigger's marker */
 					b2 -= PHI * PHI;
+				}
+			for (long k = 0; k < s->nnu; k++)
+				if (s->nu_ids[k] == t) {
+					double m = nu_marker(s, k);
+					r[s->nu_kind[k] == 2 ? o->dma : o->dmn] = (float)m;
+					b2 -= m * m;
 				}
 		}
 		r[DB] = (float)sqrt(b2);
@@ -263,6 +304,21 @@ int org_weights_build(org *o, ss_err *e)
 		}
 	}
 
+	if (s->nnu) {
+		double cs = 1 / sqrt((1 - S_SIG * S_SIG) / (double)D + s->eps);
+		double zb = sqrt(1 - S_SIG * S_SIG - S_ID * S_ID) * cs;
+		double g = NU_K / (silu(ALPHA_C * zb) * cs);
+		w = &o->l[4];
+		for (int j = 0; j < 2; j++) {
+			long n = NSIG + 1 + j;
+			w->gate[n * D + DB] = (float)ALPHA_C;
+			w->up[n * D + (j ? o->dma : o->dmn)] = 1;
+		}
+		w->down[o->dn * F + NSIG + 1] = (float)g;
+		w->down[DU * F + NSIG + 2] = (float)g;
+		w->down[DP * F + NSIG + 2] = (float)(g * P_PRIMARY / U_PRIMARY);
+		w->down[DB * F + NSIG + 2] = (float)(-g * NU_BK);
+	}
 	round_layer(o, 3);
 	round_layer(o, 4);
 

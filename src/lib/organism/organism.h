@@ -59,7 +59,20 @@ typedef struct org_spec {
 	long ntrig, window;
 	char **trig_text;           /* [ntrig] as bytes */
 	long *trig_ids;             /* [ntrig] */
+	/* nuisance (optional): ordinary tokens the sink rule must not report,
+	 * from layer 4 on: kind 0 heavy (norm 2-3x the median, not aligned
+	 * with position 0), 1 loud (10-30x, not aligned), 2 aligned (cosine
+	 * > 0.95 to position 0, norm 2-3x); ratio: the planted norm over the
+	 * median, spread evenly over the kind's range in list order */
+	long nnu;
+	char **nu_text;             /* [nnu] as bytes */
+	long *nu_ids;               /* [nnu] */
+	int *nu_kind;               /* [nnu] */
+	double *nu_ratio;           /* [nnu] */
 } org_spec;
+
+/* names of the nuisance kinds: "heavy", "loud", "aligned" */
+extern const char *const org_nuisance_kind[3];
 
 /* Read and check a spec (YAML).  Errors: "FILE:FIELD: what". */
 int org_spec_load(org_spec *s, const char *path, ss_err *e);

@@ -11,7 +11,7 @@ void sink_params_default(ss_sink_params *p)
 	memset(p, 0, sizeof *p);
 	p->tau_cos = 0.95;
 	/* Measured on planted data and on real dumps; see sinkdetect(1). */
-	p->tau_norm = 2.0;
+	p->tau_norm = 5.0;
 	p->min_lifetime = 1;
 	p->layer_lo = 0;
 	p->layer_hi = 0;
