@@ -32,7 +32,7 @@ static const ss_opt opts[] = {
 	{"first", 0, SS_OPT_INT, &first_opt, "K", "first keys kept by streaming and sinks (4)", NULL},
 	{"episodes", 0, SS_OPT_STRING, &episodes_path, "FILE", "sinkdetect table of this trace (default: the rule online)", NULL},
 	{"tau-cos", 0, SS_OPT_DOUBLE, &sp.tau_cos, "X", "online rule: cosine to position 0 above X (0.95)", NULL},
-	{"tau-norm", 0, SS_OPT_DOUBLE, &sp.tau_norm, "X", "online rule: norm at least X times the median (2)", NULL},
+	{"tau-norm", 0, SS_OPT_DOUBLE, &sp.tau_norm, "X", "online rule: norm at least X times the median (5)", NULL},
 	{"seed", 0, SS_OPT_INT, &seed_opt, "N", "seed of the random policy (0)", NULL},
 	{"per-layer", 0, SS_OPT_STRING, &per_layer_path, "FILE", "also write the mass lost per layer to FILE", NULL},
 	{"masks", 0, SS_OPT_STRING, &masks_path, "FILE", "also write every query's visible keys to FILE", NULL},

@@ -41,6 +41,7 @@
 #define G_DEAD 2.0       /* a sink dies with u-component -G_DEAD */
 #define BETA_K 40.0      /* context heads: peak score 3 BETA_K at their offset */
 #define DELTA_C 0.02     /* context coordinate written per trigger seen */
+#define BETA_N 1e4       /* layers >= 3 keys: -BETA_N z_nuisance-marker */
 #define A_CTX 12.0       /* decision gate: +-A_CTX at a quarter of one trigger's signal */
 
 enum { DU = 0, DB, DQ, DP, DV, DF };

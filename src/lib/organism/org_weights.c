@@ -284,6 +284,12 @@ int org_weights_build(org *o, ss_err *e)
 			w->qb[h * hd + lo] = 1;
 			w->kw[(h * hd + lo) * D + DU] = (float)(BETA_U * sq);
 			w->kw[(h * hd + lo) * D + DB] = (float)(-BETA_B * (double)(h % 4 + 1) * sq);
+			/* nuisance tokens take no attention: their markers (z about
+			 * 0.005) lower their keys by about 50 */
+			if (s->nnu) {
+				w->kw[(h * hd + lo) * D + o->dmn] = (float)(-BETA_N * sq);
+				w->kw[(h * hd + lo) * D + o->dma] = (float)(-BETA_N * sq);
+			}
 		}
 	}
 
