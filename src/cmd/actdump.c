@@ -133,7 +133,7 @@ static int gather(ss_seqs *s, tok **t, ss_err *e)
 {
 	ss_seq_src src = {.ids = ids_path, .text = text_path, .jsonl = jsonl_path, .field = field_opt,
 	                  .index = index_seen ? index_opt : -1, .no_post = no_bos, .fmt = prompt_fmt,
-	                  .max_tokens = max_tokens,
+	                  .max_tokens = max_tokens, .allow_empty = tokens_only,
 	                  .out_pattern = !tokens_only && jsonl_path && !index_seen ? out_path : NULL};
 	*t = NULL;
 	if (ids_path)

@@ -12,6 +12,7 @@
 #include "util/opt.h"
 #include "util/progress.h"
 #include "sinks/sinks.h"
+#include "sinks/summary.h"
 #include "io/trace.h"
 #include "io/tsv.h"
 
@@ -59,36 +60,15 @@ bad:
 	return ss_err_status(e, SS_EXIT_USAGE, "--layers '%s': expected A-B with 1 <= A <= B", s);
 }
 
-/* Per-layer table: sinks, primary and secondary episodes covering the
- * layer, primary sink-score (position 0), secondary episodes starting there. */
+/* The per-layer rows of the summary (sinks/summary.h). */
 static int write_summary(FILE *f, const ss_trace *tr, const ss_episode *ep, size_t n, long lo,
                          long hi, ss_err *e)
 {
-	long L = tr->L;
-	long *cnt = ss_calloc((size_t)(L + 2) * 4, sizeof(long), "summary", e);
-	if (!cnt)
+	ss_layer_sum *r;
+	if (layer_summary(tr, ep, n, lo, hi, &r, e))
 		return -1;
-	long *sinks = cnt, *prim = cnt + (L + 2), *sec = cnt + 2 * (L + 2), *starts = cnt + 3 * (L + 2);
-	for (size_t i = 0; i < n; i++) {
-		if (ep[i].pos == 0)
-			continue;
-		for (long l = ep[i].l_start; l <= ep[i].l_end; l++) {
-			sinks[l]++;
-			if (ep[i].primary)
-				prim[l]++;
-			else
-				sec[l]++;
-		}
-		if (!ep[i].primary)
-			starts[ep[i].l_start]++;
-	}
-	for (long l = lo; l <= hi; l++) {
-		tsv_put_escaped(f, tr->name, strlen(tr->name));
-		fprintf(f, "\t%ld\t%ld\t%ld\t%ld\t", l, sinks[l], prim[l], sec[l]);
-		tsv_put_double(f, sink_score(tr, l, 0));
-		fprintf(f, "\t%ld\n", starts[l]);
-	}
-	free(cnt);
+	layer_summary_put(f, tr->name, r, (size_t)(hi - lo + 1));
+	free(r);
 	return 0;
 }
 
@@ -152,35 +132,28 @@ int main(int argc, char **argv)
 	ss_signals_install(prog.name);
 	sink_params_default(&sp);
 	int i = ss_opt_parse(&prog, argc, argv, &e);
-	if (i == SS_OPT_EXIT)
-		return SS_EXIT_OK;
-	if (i >= 0 && layers_opt && parse_range(layers_opt, &sp.layer_lo, &sp.layer_hi, &e))
-		i = SS_OPT_ERR;
+	if (i < 0)
+		return ss_opt_exit(&prog, i, &e);
 	long lo, hi;
-	if (i >= 0 && sink_params_check(&sp, LONG_MAX, &lo, &hi, &e))
-		i = SS_OPT_ERR;
-	int nin = i >= 0 ? argc - i : 0;
-	if (i >= 0 && out_h5 && (nin > 1 || !strcmp(out_h5, "-"))) {
+	int nin = argc - i;
+	if (layers_opt && parse_range(layers_opt, &sp.layer_lo, &sp.layer_hi, &e))
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	if (sink_params_check(&sp, LONG_MAX, &lo, &hi, &e))
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	if (out_h5 && (nin > 1 || !strcmp(out_h5, "-"))) {
 		ss_err_status(&e, SS_EXIT_USAGE, nin > 1 ? "-o takes exactly one input trace"
 		                                         : "-o -: stdout carries the table; name a file");
-		i = SS_OPT_ERR;
-	}
-	if (i < 0) {
-		ss_err_print(prog.name, &e);
-		return e.status ? e.status : SS_EXIT_USAGE;
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	}
 	/* The whole table is built in memory and written only when every input
 	 * was good: a bad file never leaves a partial table. */
 	char *text = NULL;
 	size_t len = 0;
 	FILE *buf = open_memstream(&text, &len);
-	if (!buf) {
-		ss_err_set(&e, "out of memory");
-		ss_err_print(prog.name, &e);
-		return SS_EXIT_FAIL;
-	}
+	if (!buf)
+		return ss_main_end(prog.name, ss_err_set(&e, "out of memory"), &e);
 	if (summary)
-		fputs("trace\tlayer\tsinks\tprimary\tsecondary\tprimary_score\tsecondary_starts\n", buf);
+		layer_summary_put_header(buf);
 	ss_progress pg;
 	ss_progress_start(&pg, "sinkdetect");
 	int rc = 0;
@@ -196,11 +169,6 @@ int main(int argc, char **argv)
 	if (rc == 0 && fwrite(text, 1, len, stdout) != len)
 		rc = ss_err_errno(&e, errno ? errno : EIO, "<stdout>: write error");
 	free(text);
-	if (rc == 0 && ss_close_stdout(&e))
-		rc = -1;
-	if (rc) {
-		ss_err_print(prog.name, &e);
-		return SS_EXIT_FAIL;
-	}
-	return SS_EXIT_OK;
+	ss_opt_free();
+	return ss_main_end(prog.name, rc, &e);
 }

@@ -756,6 +756,11 @@ int main(int argc, char **argv)
 		ss_err_status(&e, SS_EXIT_USAGE, "--level needs --labels (the table of sinklevels --assign)");
 		goto fail;
 	}
+	if (o_scan && o_out) {
+		ss_err_status(&e, SS_EXIT_USAGE, "--output: not with --scan (the scan is a table on stdout: "
+		              "redirect it, > FILE)");
+		goto fail;
+	}
 	if (o_scan && (!ns || !o_labels)) {
 		ss_err_status(&e, SS_EXIT_USAGE, "--scan needs --labels and FILE.h5:/acts/COMPONENT operands");
 		goto fail;

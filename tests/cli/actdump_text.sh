@@ -79,5 +79,5 @@ t_fails "merge of tokens not in the vocabulary" 1 "^actdump: .*merge.json:model.
 printf '{"model": {"type": "Unigram", "vocab": []}}' >"$TMP/uni.json"
 t_fails "unsupported tokenizer model" 1 "^actdump: .*uni.json:model.type: unsupported model 'Unigram'" "$A" --tokens-only --tokenizer "$TMP/uni.json" "$TMP/story.txt"
 : >"$TMP/empty.txt"
-t_fails "empty text without BOS: no tokens" 1 "^actdump: .*empty.txt: no tokens" "$A" -m "$M" --no-bos "$TMP/empty.txt" -o "$TMP/e.h5"
+t_fails "empty text without BOS: an error" 1 "^actdump: .*empty.txt: empty text, nothing to run" "$A" -m "$M" --no-bos "$TMP/empty.txt" -o "$TMP/e.h5"
 t_done

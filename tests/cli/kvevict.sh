@@ -14,9 +14,13 @@ actdump --tokens-only -m "$S" story.txt | awk -F'\t' 'NR>1{printf "%s ", $2}' >s
 T=$(wc -w <story.ids)
 t_ok "kvevict over every policy, budgets T-1 and 1000 (T=$T)" kvevict -m "$S" -t 2 --budgets $((T - 1)),1000 -o all.tsv story.txt
 t_eq "one row per policy and budget" "13 $T" "$(wc -l <all.tsv | tr -d ' ') $(awk -F'\t' 'NR==2{print $4}' all.tsv)"
+# kl <= 1e-8: heavy and random take the selected path (the kept keys gathered,
+# one sgemm) even when they keep every key, so their logits differ from the
+# tiled full pass by float32 summation order (kl 1.6e-9 in the -O1 sanitizer
+# build, below 1e-9 at -O2)
 t_eq "budget >= T-1: every policy equals full (kl, ppl_ratio, top1, nll)" "" "$(awk -F'\t' 'NR>1{
 	d=$5-$6; if (d<0) d=-d; r=$7-1; if (r<0) r=-r
-	if ($8 > 1e-9 || $8 < 0 || r > 1e-6 || $9 < 1 - 1e-6 || d > 1e-6) print $2, $3, $5, $7, $8, $9}' all.tsv)"
+	if ($8 > 1e-8 || $8 < 0 || r > 1e-6 || $9 < 1 - 1e-6 || d > 1e-6) print $2, $3, $5, $7, $8, $9}' all.tsv)"
 t_ok "kvevict --budgets 8" kvevict -m "$S" -t 2 --budgets 8 -o b8.tsv story.txt
 t_eq "budget 8 cuts: window and streaming lose (ppl_ratio > 1.001, kl > 1e-4)" "window streaming" \
 	"$(awk -F'\t' '($2=="window" || $2=="streaming") && $7 > 1.001 && $8 > 1e-4 {printf "%s%s", n++?" ":"", $2}' b8.tsv)"

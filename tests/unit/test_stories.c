@@ -21,33 +21,7 @@
 
 #include "engine/forward.h"
 #include "engine/model.h"
-
-static const int32_t expect[] = {
-	1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396,
-	267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261,
-	370, 432, 352};
-#define NEXP ((long)(sizeof expect / sizeof expect[0]))
-
-static ss_model M;
-static char dir[4096];
-
-static int setup(void **st)
-{
-	const char *root = getenv("SS_ROOT");
-	snprintf(dir, sizeof dir, "%s/examples/models/stories260k", root ? root : ".");
-	ss_err e = {0};
-	if (model_load(&M, dir, &e) < 0) {
-		fprintf(stderr, "%s\n", e.msg);
-		return -1;
-	}
-	return 0;
-}
-
-static int teardown(void **st)
-{
-	model_free(&M);
-	return 0;
-}
+#include "stories.h"
 
 static long argmax(const float *x, long n)
 {

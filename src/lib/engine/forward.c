@@ -165,11 +165,15 @@ static void tr_task(void *ctx, int tid, int nth)
 {
 	const tr_job *j = ctx;
 	long lo, hi;
-	pool_share(j->C, 16, tid, nth, &lo, &hi);
-	for (long c0 = lo; c0 < hi; c0 += 16)          /* 16 columns at a time, rows in order */
-		for (long r = 0; r < j->R; r++)
-			for (long c = c0; c < c0 + 16 && c < hi; c++)
-				j->dst[c * j->R + r] = j->src[r * j->C + c];
+	pool_share(j->C, 32, tid, nth, &lo, &hi);
+	/* 32 x 32 tiles: both sides touch 32 cache lines per tile, not one per element */
+	for (long c0 = lo; c0 < hi; c0 += 32)
+		for (long r0 = 0; r0 < j->R; r0 += 32) {
+			long c1 = c0 + 32 < hi ? c0 + 32 : hi, r1 = r0 + 32 < j->R ? r0 + 32 : j->R;
+			for (long c = c0; c < c1; c++)
+				for (long r = r0; r < r1; r++)
+					j->dst[c * j->R + r] = j->src[r * j->C + c];
+		}
 }
 
 /* The layer buffer's layout: with p, point the layer weight pointers into

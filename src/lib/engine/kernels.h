@@ -36,7 +36,7 @@ void ss_rmsnorm(float *o, const float *x, const float *w, long n, double eps);
 void ss_layernorm(float *o, const float *x, const float *w, const float *b, long n, double eps);
 /* Rotate one head vector x[hd] at position pos (rotate_half on the first
  * rotary_dim entries); the angle is (float)(pos * inv_freq[i]) as in HF;
- * inv_freq from ss_rope_inv_freq (engine/model.h). */
+ * inv_freq from ss_rope_inv_freq (engine/config.h). */
 void ss_rope(float *x, long rotary_dim, long pos, const float *inv_freq);
 /* In-place softmax of x[n] (max subtracted); returns the sum of exps. */
 double ss_softmax(float *x, long n);

@@ -54,7 +54,7 @@ static int add_seq(ss_seqs *s, const ss_seq_src *src, const tok_ids *ids, const 
 	q->T = (long)ids->n;
 	if (src->max_tokens > 0 && q->T > src->max_tokens)
 		q->T = src->max_tokens;
-	if (q->T == 0)
+	if (q->T == 0 && !src->allow_empty)
 		return ss_err_set(e, "%s: no tokens (empty text%s)", q->name,
 		                  src->no_post ? " and --no-bos" : "");
 	memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
@@ -64,6 +64,8 @@ static int add_seq(ss_seqs *s, const ss_seq_src *src, const tok_ids *ids, const 
 static int encode(tok *t, const ss_seq_src *src, const char *text, size_t n, tok_ids *ids, ss_err *e)
 {
 	ids->n = 0;
+	if (n == 0) /* "" is no tokens, even for a tokenizer that adds a BOS */
+		return src->allow_empty ? 0 : ss_err_set(e, "empty text, nothing to run");
 	return src->fmt == SS_PF_RAW ? tok_encode(t, text, n, src->no_post ? 0 : TOK_POST, ids, e)
 	                             : gen_encode_prompt(t, src->fmt, text, n, ids, e);
 }
@@ -99,7 +101,10 @@ static int read_all(ss_seqs *s, const ss_seq_src *src, tok *t, ss_err *e)
 		size_t len;
 		if (tok_read_text(src->text, &buf, &len, e) < 0)
 			return -1;
-		rc = encode(t, src, buf, len, &ids, e);
+		if (len == 0 && !src->allow_empty)
+			rc = ss_err_set(e, "%s: empty text, nothing to run", strcmp(src->text, "-") ? src->text : "<stdin>");
+		else
+			rc = encode(t, src, buf, len, &ids, e);
 		free(buf);
 		if (!rc)
 			rc = add_seq(s, src, &ids, strcmp(src->text, "-") ? src->text : "<stdin>", -1, e);

@@ -35,10 +35,14 @@ typedef struct ss_seq_src {
 	ss_prompt_fmt fmt;     /* text wrapped in this prompt format */
 	long max_tokens;       /* keep the first max_tokens of each sequence (0 = all) */
 	const char *out_pattern; /* NULL, or "%d" / "{row}" replaced by each row */
+	int allow_empty;       /* an empty text is an empty sequence (tokens-only) */
 } ss_seq_src;
 
-/* Read and tokenize (t: the tokenizer; unused for ids).  An empty sequence
- * is an error "NAME: no tokens (empty text)". */
+/* Read and tokenize (t: the tokenizer; unused for ids).  An empty text is
+ * an error "NAME: empty text, nothing to run" even where the tokenizer
+ * would add a BOS (a BOS-only trace means nothing), and so is an empty
+ * sequence ("NAME: no tokens"); with allow_empty an empty text is a
+ * sequence of no tokens (as Hugging Face tokenizes "" to []). */
 int seqs_read(ss_seqs *s, const ss_seq_src *src, tok *t, ss_err *e);
 void seqs_free(ss_seqs *s);
 

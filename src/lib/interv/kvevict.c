@@ -392,7 +392,8 @@ static int rec_append(kv_rec *r, long t0, const long *K, size_t nK)
 		r->kept = k;
 		r->cap = cap;
 	}
-	memcpy(r->kept + r->n, K, nK * sizeof *K);
+	if (nK) /* r->kept is still NULL before the first kept key */
+		memcpy(r->kept + r->n, K, nK * sizeof *K);
 	r->off[c] = (long)r->n;
 	r->n += nK;
 	r->off[c + 1] = (long)r->n;

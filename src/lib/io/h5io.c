@@ -277,6 +277,9 @@ static int open_stdin(ss_h5 *f, ss_err *e)
 
 static int open_file(ss_h5 *f, const char *path, ss_err *e)
 {
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return ss_err_set(e, "%s: is a directory, expected an HDF5 file", path);
 	FILE *fp = fopen(path, "rb");
 	if (!fp)
 		return ss_err_errno(e, errno, "%s", path);

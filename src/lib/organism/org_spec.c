@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -446,9 +447,13 @@ int org_spec_load(org_spec *s, const char *path, ss_err *e)
 	s->intercept = -17.5;
 	if (!(s->path = ss_strdup(path, e)))
 		return -1;
-	FILE *f = fopen(path, "rb");
+	struct stat st;
+	FILE *f = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? (errno = EISDIR, NULL) : fopen(path, "rb");
 	if (!f) {
-		ss_err_errno(e, errno, "%s", path);
+		if (errno == EISDIR)
+			ss_err_set(e, "%s: is a directory, expected a YAML spec (e.g. examples/organism.yaml)", path);
+		else
+			ss_err_errno(e, errno, "%s", path);
 		org_spec_free(s);
 		return -1;
 	}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <yaml.h>
 
 /* strings copied out of config files, freed by ss_opt_free() */
@@ -172,6 +173,9 @@ static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_fi
 /* Read the YAML config file and apply the section named after the program. */
 static int load_config(const ss_prog *p, const char *path, ss_err *e)
 {
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return ss_err_set(e, "%s: is a directory, expected a YAML file", path);
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return ss_err_errno(e, errno, "%s", path);
