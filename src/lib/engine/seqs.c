@@ -57,7 +57,8 @@ static int add_seq(ss_seqs *s, const ss_seq_src *src, const tok_ids *ids, const 
 	if (q->T == 0 && !src->allow_empty)
 		return ss_err_set(e, "%s: no tokens (empty text%s)", q->name,
 		                  src->no_post ? " and --no-bos" : "");
-	memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
+	if (ids->n) /* ids->v is NULL for an empty text */
+		memcpy(q->ids, ids->v, ids->n * sizeof *ids->v);
 	return 0;
 }
 
