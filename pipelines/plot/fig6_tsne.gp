@@ -28,7 +28,7 @@ set mxtics 1
 set ytics; set grid
 set xlabel 'layer'
 set yrange [0:1.15]
-set key bottom right font ',8' samplen 2
+set key below font ",8" samplen 2
 plot 0.5 with lines dt 2 lw 1.5 lc rgb '#777777' title 'chance (k-NN)', \
      d.'/separability.tsv' using "layer":"separability" with linespoints pt 7 ps 0.6 lw 2 lc rgb '#d95f02' title 'balanced k-NN accuracy', \
      d.'/separability.tsv' using "layer":"silhouette" with linespoints pt 5 ps 0.5 lw 2 lc rgb '#1b4f8a' title 'silhouette'
