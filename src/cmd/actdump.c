@@ -171,7 +171,7 @@ static int print_tokens(const ss_seqs *s, const tok *t, int with_row, ss_err *e)
 
 /* --generate: continue q's ids with the KV cache (gen.h); q then holds the
  * whole sequence, *n_new the continuation's length. */
-static int generate(const ss_model *M, ss_seq *q, long *n_new, ss_err *e)
+static int generate(const ss_model *M, ss_seq *q, const tok *tk, long *n_new, ss_err *e)
 {
 	ss_dec_opts o = {.threads = (int)threads};
 	if (kv_dtype_parse(gen_kv, &o.kv_dtype, e) < 0)
@@ -180,7 +180,7 @@ static int generate(const ss_model *M, ss_seq *q, long *n_new, ss_err *e)
 	 * converts nothing per token */
 	o.resident = dec_resident_bytes(M) < 0.5 * max_mem;
 	ss_gen_opts g = {.max_new = gen_n, .temperature = gen_temp, .top_p = gen_top_p,
-	                 .seed = (uint64_t)gen_seed};
+	                 .seed = (uint64_t)gen_seed, .n_ids = tk ? (long)tok_vocab_size(tk) : 0};
 	int32_t *eos = NULL, *out = NULL;
 	long n = 0;
 	ss_dec d;
@@ -302,7 +302,7 @@ static int run_model(int argc, char **argv, ss_seqs *s, const tok *tk, ss_err *e
 	for (size_t i = 0; !rc && i < s->n; i++) {
 		long n_new = 0;
 		if (gen_n)
-			rc = generate(&M, &s->v[i], &n_new, e);
+			rc = generate(&M, &s->v[i], tk, &n_new, e);
 		if (!rc)
 			rc = run_one(argc, argv, &M, &s->v[i], tk, e);
 		if (!rc && text_out)

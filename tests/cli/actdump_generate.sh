@@ -46,4 +46,20 @@ t_fails "--temperature -1" 2 "temperature -1" actdump -m "$S" --ids bos.ids --ge
 t_fails "--top-p 0" 2 "top-p 0" actdump -m "$S" --ids bos.ids --generate 5 --top-p 0 -o x.h5
 t_fails "--kv f16" 2 "kv f16" actdump -m "$S" --ids bos.ids --generate 5 --kv f16 -o x.h5
 t_fails "--text-out without --generate" 2 "text-out" actdump -m "$S" --ids bos.ids --text-out t.txt -o x.h5
+# a model's vocabulary padded beyond its tokenizer's (as Qwen's is): only
+# the tokenizer's ids are sampled.  small.json keeps stories260k's ids below
+# 300 of 512; at temperature 3 the padded-out ids are likely at every step.
+/usr/bin/python3 - "$S/tokenizer.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+m = t["model"]
+m["vocab"] = {k: v for k, v in m["vocab"].items() if v < 300}
+pair = lambda x: x if isinstance(x, list) else x.split(" ")
+m["merges"] = [x for x in m["merges"] if all(p in m["vocab"] for p in pair(x) + ["".join(pair(x))])]
+json.dump(t, open("small.json", "w"))
+EOF
+t_ok "--generate with a tokenizer smaller than the model's vocabulary" \
+	actdump -m "$S" --tokenizer small.json --ids bos.ids --generate 60 --temperature 3 --seed 1 --text-out small.txt -o small.h5
+t_eq "every sampled id is below the tokenizer's 300" "" "$(ids_of small.h5 | tr ' ' '\n' | awk '$1 >= 300')"
+t_ok "and 60 were sampled" test "$(ids_of small.h5 | wc -w)" -eq 61
 t_done

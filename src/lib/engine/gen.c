@@ -120,7 +120,8 @@ int gen_run(ss_dec *d, const int32_t *prompt, long n_prompt, const ss_gen_opts *
 	*n_out = *n_new = 0;
 	if (n_prompt < 1)
 		return ss_err_set(e, "%s: an empty prompt: nothing to continue", d->m->dir);
-	if (sampler_init(&s, V, o->temperature, o->top_p, o->seed, e) < 0)
+	/* the sampler reads the first n of the V logits */
+	if (sampler_init(&s, o->n_ids > 0 && o->n_ids < V ? o->n_ids : V, o->temperature, o->top_p, o->seed, e) < 0)
 		return -1;
 	int32_t *ids = ss_malloc((size_t)n_prompt + o->max_new, sizeof *ids, "generated ids", e);
 	float *logits = ss_malloc(V, sizeof *logits, "logits", e);

@@ -49,6 +49,9 @@ typedef struct ss_gen_opts {
 	uint64_t seed;
 	const int32_t *eos;   /* stop after generating one of these (kept) */
 	size_t n_eos;
+	long n_ids;           /* sample only ids below this (the tokenizer's
+	                       * vocabulary: a model's padded rows beyond it have
+	                       * no text); 0 or >= the model's vocab = all */
 } ss_gen_opts;
 
 /* Prefill the prompt, then generate up to max_new tokens one at a time
