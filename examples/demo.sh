@@ -56,7 +56,7 @@ law=$(awk -F'\t' '$1=="ln_norm"{printf "lifetime = %g + %g ln(norm)", $4, $3}' "
 echo "norm law fitted: $fit"
 echo "norm law planted: $law"
 echo "primary sink-score by layer (the valley is where the secondary sinks live):"
-"$B/sinkdetect" -s "$OUT/organism.h5" | awk -F'\t' 'NR>1{printf " %d:%.2f", $2, $6} END{print ""}'
+"$B/sinkdetect" --summary "$OUT/organism.h5" | awk -F'\t' 'NR>1{printf " %d:%.2f", $2, $6} END{print ""}'
 
 echo
 echo "== 2. A real model: stories260k (Llama, 5 layers, TinyStories)"
@@ -70,6 +70,6 @@ cut -f2,3,5-12 "$OUT/story.episodes.tsv" | head -8 | tab | sed 's/^/  /'
 echo "levels (sinklevels):"
 "$B/sinklevels" "$OUT/story.episodes.tsv" | cut -f1-7 | tab | sed 's/^/  /'
 echo "primary sink-score by layer:"
-"$B/sinkdetect" -s "$OUT/story.h5" | awk -F'\t' 'NR>1{printf " %d:%.2f", $2, $6} END{print ""}'
+"$B/sinkdetect" --summary "$OUT/story.h5" | awk -F'\t' 'NR>1{printf " %d:%.2f", $2, $6} END{print ""}'
 echo
 echo "tables and traces: $OUT/"

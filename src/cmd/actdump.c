@@ -22,7 +22,7 @@
 static const char *model_dir, *ids_path, *out_path, *acts_opt, *layers_opt = "all",
                   *max_mem_opt, *positions_opt = "warn";
 static const char *text_path, *jsonl_path, *field_opt, *tok_path;
-static long threads, index_opt, max_tokens;
+static long threads = SS_THREADS_UNSET, index_opt, max_tokens;
 static int timings, index_seen, no_bos, tokens_only;
 /* --generate (gen.h) */
 static long gen_n, gen_seed;
@@ -37,8 +37,8 @@ static const ss_opt opts[] = {
 	{"tokens-only", 0, SS_OPT_FLAG, &tokens_only, NULL, "print the tokens as TSV (i id piece) and stop", NULL},
 	{"output", 'o', SS_OPT_STRING, &out_path, "OUT.h5", "output file; with several rows a pattern with %d or {row}", NULL},
 	{"acts", 0, SS_OPT_STRING, &acts_opt, "LIST", "store resid,attn_out,mlp_in,mlp_out", NULL},
-	{"layers", 0, SS_OPT_STRING, &layers_opt, "LIST", "layers of --acts, e.g. 0-10,20 (default all)", NULL},
-	{"threads", 't', SS_OPT_INT, &threads, "N", "threads (default: all processors)", NULL},
+	{"layers", 'l', SS_OPT_STRING, &layers_opt, "LIST", "layers of --acts, e.g. 0-10,20 (default all)", NULL},
+	SS_OPT_THREADS(threads),
 	{"max-memory", 0, SS_OPT_STRING, &max_mem_opt, "SIZE", "refuse runs needing more (default 90% of RAM)", NULL},
 	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings", NULL},
 	{"timings", 0, SS_OPT_FLAG, &timings, NULL, "print times and tokens/s on stderr", NULL},
@@ -46,7 +46,7 @@ static const ss_opt opts[] = {
 	{"generate", 0, SS_OPT_INT, &gen_n, "N", "first continue the sequence by up to N tokens (stops at EOS)", NULL},
 	{"temperature", 0, SS_OPT_DOUBLE, &gen_temp, "X", "--generate: sampling temperature (default 0: greedy)", NULL},
 	{"top-p", 0, SS_OPT_DOUBLE, &gen_top_p, "P", "--generate: nucleus sampling mass (default 1: off)", NULL},
-	{"seed", 0, SS_OPT_INT, &gen_seed, "N", "--generate: seed of the sampler (default 0)", NULL},
+	{"seed", 's', SS_OPT_INT, &gen_seed, "N", "--generate: seed of the sampler (default 0)", NULL},
 	{"kv", 0, SS_OPT_STRING, &gen_kv, "f32|bf16", "--generate: KV cache type (default f32)", NULL},
 	{"text-out", 0, SS_OPT_STRING, &text_out, "FILE", "--generate: write the continuation as text", NULL},
 	{0},
@@ -77,18 +77,22 @@ static int check_opts(int argc, char **argv, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--positions: expected warn or refuse, not '%s'", positions_opt);
 	if (max_tokens < 0)
 		return ss_err_status(e, SS_EXIT_USAGE, "--max-tokens: %ld is negative", max_tokens);
-	if (threads < 0 || threads > 1024)
-		return ss_err_status(e, SS_EXIT_USAGE, "--threads: %ld out of range 1-1024", threads);
+	if (ss_opt_threads(&threads, e) < 0)
+		return -1;
 	if (prompt_fmt_parse(prompt_fmt_opt, &prompt_fmt, e) < 0)
 		return -1;
 	if (prompt_fmt != SS_PF_RAW && ids_path)
 		return ss_err_status(e, SS_EXIT_USAGE, "--prompt-format %s wraps text: not with --ids", prompt_fmt_opt);
-	if (gen_n < 0 || !(gen_temp >= 0) || !(gen_top_p > 0 && gen_top_p <= 1) ||
-	    (strcmp(gen_kv, "f32") && strcmp(gen_kv, "bf16")) || (text_out && !gen_n))
-		return ss_err_status(e, SS_EXIT_USAGE, "--generate %ld, --temperature %g, --top-p %g, --kv %s%s: "
-		                     "need N >= 0, X >= 0, 0 < P <= 1, f32 or bf16, --text-out with "
-		                     "--generate", gen_n, gen_temp, gen_top_p, gen_kv,
-		                     text_out ? ", --text-out" : "");
+	if (gen_n < 0)
+		return ss_err_status(e, SS_EXIT_USAGE, "--generate: %ld is negative", gen_n);
+	if (!(gen_temp >= 0))
+		return ss_err_status(e, SS_EXIT_USAGE, "--temperature: %g is negative", gen_temp);
+	if (!(gen_top_p > 0 && gen_top_p <= 1))
+		return ss_err_status(e, SS_EXIT_USAGE, "--top-p: %g outside (0, 1]", gen_top_p);
+	if (strcmp(gen_kv, "f32") && strcmp(gen_kv, "bf16"))
+		return ss_err_status(e, SS_EXIT_USAGE, "--kv: expected f32 or bf16, got '%s'", gen_kv);
+	if (text_out && !gen_n)
+		return ss_err_status(e, SS_EXIT_USAGE, "--text-out: goes with --generate N");
 	if (gen_n && jsonl_path && !index_seen)
 		return ss_err_status(e, SS_EXIT_USAGE, "--generate continues one sequence: give --jsonl with --index N");
 	/* the input */
@@ -119,10 +123,6 @@ static int check_opts(int argc, char **argv, int opi, ss_err *e)
 	if (!max_mem_opt) {
 		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 		max_mem = pages > 0 && psz > 0 ? 0.9 * (double)pages * (double)psz : 1e18;
-	}
-	if (threads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 0 ? n : 1;
 	}
 	return 0;
 }

@@ -21,7 +21,7 @@
 static const char *model_dir, *ids_path, *text_path, *jsonl_path, *field_opt, *tok_path, *out_path;
 static const char *policies_opt = "full,window,streaming,sinks,heavy,random", *budgets_opt = "64,128,256";
 static const char *episodes_path, *per_layer_path, *masks_path;
-static long index_opt, threads, first_opt = 4, seed_opt;
+static long index_opt, threads = SS_THREADS_UNSET, first_opt = 4, seed_opt;
 static int index_seen, no_bos;
 static ss_sink_params sp;
 static const ss_opt opts[] = {
@@ -31,13 +31,13 @@ static const ss_opt opts[] = {
 	{"budgets", 0, SS_OPT_STRING, &budgets_opt, "LIST", "cached keys per layer besides the query's own (64,128,256)", NULL},
 	{"first", 0, SS_OPT_INT, &first_opt, "K", "first keys kept by streaming and sinks (4)", NULL},
 	{"episodes", 0, SS_OPT_STRING, &episodes_path, "FILE", "sinkdetect table of this trace (default: the rule online)", NULL},
-	{"tau-cos", 0, SS_OPT_DOUBLE, &sp.tau_cos, "X", "online rule: cosine to position 0 above X (0.95)", NULL},
-	{"tau-norm", 0, SS_OPT_DOUBLE, &sp.tau_norm, "X", "online rule: norm at least X times the median (5)", NULL},
-	{"seed", 0, SS_OPT_INT, &seed_opt, "N", "seed of the random policy (0)", NULL},
+	{"tau-cos", 'c', SS_OPT_DOUBLE, &sp.tau_cos, "X", "online rule: cosine to position 0 above X (0.95)", NULL},
+	{"tau-norm", 'n', SS_OPT_DOUBLE, &sp.tau_norm, "X", "online rule: norm at least X times the median (5)", NULL},
+	{"seed", 's', SS_OPT_INT, &seed_opt, "N", "seed of the random policy (0)", NULL},
 	{"per-layer", 0, SS_OPT_STRING, &per_layer_path, "FILE", "also write the mass lost per layer to FILE", NULL},
 	{"masks", 0, SS_OPT_STRING, &masks_path, "FILE", "also write every query's visible keys to FILE", NULL},
 	{"output", 'o', SS_OPT_STRING, &out_path, "FILE", "the totals (default stdout)", NULL},
-	{"threads", 't', SS_OPT_INT, &threads, "N", "threads (default: all processors)", NULL},
+	SS_OPT_THREADS(threads),
 	{0},
 };
 static const ss_prog prog = {
@@ -104,15 +104,12 @@ static int check_opts(int argc, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--index: %ld is negative", index_opt);
 	if (first_opt < 0)
 		return ss_err_status(e, SS_EXIT_USAGE, "--first: %ld is negative", first_opt);
-	if (threads < 0 || threads > 1024)
-		return ss_err_status(e, SS_EXIT_USAGE, "--threads: %ld out of range 1-1024", threads);
-	if (!(sp.tau_cos > -1 && sp.tau_cos < 1) || !(sp.tau_norm > 0))
-		return ss_err_status(e, SS_EXIT_USAGE, "--tau-cos %g, --tau-norm %g: need -1 < X < 1 and X > 0",
-		                     sp.tau_cos, sp.tau_norm);
-	if (threads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 0 ? n : 1;
-	}
+	if (ss_opt_threads(&threads, e) < 0)
+		return -1;
+	if (!(sp.tau_cos > -1 && sp.tau_cos < 1))
+		return ss_err_status(e, SS_EXIT_USAGE, "--tau-cos: %g outside (-1, 1)", sp.tau_cos);
+	if (!(sp.tau_norm > 0))
+		return ss_err_status(e, SS_EXIT_USAGE, "--tau-norm: %g must be positive", sp.tau_norm);
 	return parse_pairs(e);
 }
 

@@ -9,15 +9,15 @@
 #include "engine/model.h"
 #include "util/ofile.h"
 #include "util/opt.h"
+#include "interv/cli.h"
 #include "interv/probe.h"
 #include "sinks/sinks.h"
 #include "interv/swap.h"
 #include "sinks/tokclass.h"
 #include "io/trace.h"
 
-static const char *model_dir, *out_path = "-", *classes_s = "space,punct,digit",
-                  *alphas_s = "-4:4:1", *fit_s = "all";
-static long layer, ncomp = 8, threads = 1;
+static const char *alphas_s = "-4:4:1", *fit_s = "all";
+static long layer, ncomp = 8;
 static int per_sink, vectors;
 
 /* "A:B:STEP" or a comma-separated list. */
@@ -61,21 +61,16 @@ static int parse_alphas(const char *s, double **a, long *n, ss_err *e)
 
 int main(int argc, char **argv)
 {
-	ss_sink_params sp;
-	sink_params_default(&sp);
+	ss_interv_cli c;
+	interv_cli_default(&c);
 	const ss_opt opts[] = {
-		{"model", 'm', SS_OPT_STRING, &model_dir, "DIR", "model folder (config.json, *.safetensors)", NULL},
-		{"output", 'o', SS_OPT_STRING, &out_path, "FILE", "write the table to FILE (default stdout)", NULL},
-		{"layer", 'l', SS_OPT_INT, &layer, "N", "l_start to probe (default: every l_start of the table)", NULL},
-		{"components", 'k', SS_OPT_INT, &ncomp, "K", "principal components (default 8)", NULL},
+		INTERV_CLI_OPTS(c),
+		{"layer", 0, SS_OPT_INT, &layer, "N", "l_start to probe (default: every l_start of the table)", NULL},
+		{"components", 0, SS_OPT_INT, &ncomp, "K", "principal components (default 8)", NULL},
 		{"alphas", 'a', SS_OPT_STRING, &alphas_s, "LIST", "A:B:STEP or a list, in standard deviations (-4:4:1)", NULL},
 		{"fit", 0, SS_OPT_STRING, &fit_s, "SET", "positions fitted: all or nonsink (default all)", NULL},
 		{"per-sink", 0, SS_OPT_FLAG, &per_sink, NULL, "print the per-sink split instead", NULL},
 		{"vectors", 0, SS_OPT_FLAG, &vectors, NULL, "print the principal components instead", NULL},
-		{"classes", 0, SS_OPT_STRING, &classes_s, "LIST", "control token classes (default space,punct,digit)", NULL},
-		{"tau-cos", 0, SS_OPT_DOUBLE, &sp.tau_cos, "X", "sink rule: cosine threshold", NULL},
-		{"tau-norm", 0, SS_OPT_DOUBLE, &sp.tau_norm, "X", "sink rule: norm over the layer median", NULL},
-		{"threads", 't', SS_OPT_INT, &threads, "N", "threads (default 1)", NULL},
 		{0},
 	};
 	const ss_prog prog = {"pcaprobe", "[options] -m DIR TRACE.h5 EPISODES.tsv",
@@ -87,24 +82,17 @@ int main(int argc, char **argv)
 		return ss_opt_exit(&prog, first, &e);
 	double *alpha = NULL;
 	long n_alpha = 0;
-	unsigned classes = 0;
 	int fit_nonsink = !strcmp(fit_s, "nonsink");
-	if (!model_dir)
-		ss_err_status(&e, SS_EXIT_USAGE, "no model: give -m DIR");
-	else if (argc - first != 2)
-		ss_err_status(&e, SS_EXIT_USAGE, "expected TRACE.h5 EPISODES.tsv, got %d operands",
-		              argc - first);
-	else if (ncomp < 1)
-		ss_err_status(&e, SS_EXIT_USAGE, "--components %ld: must be at least 1", ncomp);
-	else if (threads < 1)
-		ss_err_status(&e, SS_EXIT_USAGE, "--threads %ld: must be at least 1", threads);
+	if (interv_cli_check(&c, argc - first, &e) < 0)
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	if (ncomp < 1)
+		ss_err_status(&e, SS_EXIT_USAGE, "--components: %ld must be at least 1", ncomp);
 	else if (!fit_nonsink && strcmp(fit_s, "all"))
-		ss_err_status(&e, SS_EXIT_USAGE, "--fit '%s': expected all or nonsink", fit_s);
-	if (e.status || parse_alphas(alphas_s, &alpha, &n_alpha, &e) < 0 ||
-	    tokclass_parse(classes_s, &classes, &e) < 0) {
-		ss_err_print(prog.name, &e);
-		return SS_EXIT_USAGE;
-	}
+		ss_err_status(&e, SS_EXIT_USAGE, "--fit: expected all or nonsink, got '%s'", fit_s);
+	if (e.status || parse_alphas(alphas_s, &alpha, &n_alpha, &e) < 0)
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	unsigned classes = c.classes;
+	ss_sink_params sp = c.sp;
 
 	ss_model m = {0};
 	ss_trace tr = {0};
@@ -117,8 +105,8 @@ int main(int argc, char **argv)
 	float *x = NULL, *res = NULL;
 	unsigned char *done_l = NULL;
 	int rc = SS_EXIT_FAIL;
-	ss_dec_opts dopt = {.threads = (int)threads};
-	if (model_load(&m, model_dir, &e) < 0 || h5_open(&h5, argv[first], &e) < 0 ||
+	ss_dec_opts dopt = {.threads = (int)c.threads};
+	if (model_load(&m, c.model_dir, &e) < 0 || h5_open(&h5, argv[first], &e) < 0 ||
 	    trace_read_h5(h5, &tr, &e) < 0 || swap_check_model(&tr, &m, &e) < 0 ||
 	    swap_targets_read(argv[first + 1], tr.name, tr.T, tr.L, &tg, &n_tg, &e) < 0)
 		goto done;
@@ -150,7 +138,7 @@ int main(int argc, char **argv)
 		              &sp, classes, &pr[ls], &e) < 0)
 			goto done;
 	}
-	if (ss_ofile_open(&of, out_path, &e) < 0)
+	if (ss_ofile_open(&of, c.out_path, &e) < 0)
 		goto done;
 	for (long l = 1, hdr = 1; l <= tr.L; l++) {
 		if (!done_l[l])
@@ -163,12 +151,10 @@ int main(int argc, char **argv)
 			probe_write_comps(of.f, (int)hdr, &tr, &pr[l]);
 		hdr = 0;
 	}
-	if (ss_ofile_commit(&of, &e) < 0 || ss_close_stdout(&e) < 0)
+	if (ss_ofile_commit(&of, &e) < 0)
 		goto done;
 	rc = 0;
 done:
-	if (rc)
-		ss_err_print(prog.name, &e);
 	for (long l = 0; pr && l <= tr.L; l++)
 		probe_free(&pr[l]);
 	free(pr);
@@ -182,5 +168,5 @@ done:
 	trace_free(&tr);
 	model_free(&m);
 	ss_opt_free();
-	return rc;
+	return ss_main_end(prog.name, rc ? -1 : 0, &e);
 }

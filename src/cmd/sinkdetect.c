@@ -23,18 +23,18 @@ static int summary;
 static const ss_opt opts[] = {
 	{"tau-cos", 'c', SS_OPT_DOUBLE, &sp.tau_cos, "X", "cosine to position 0 above X (0.95)", NULL},
 	{"tau-norm", 'n', SS_OPT_DOUBLE, &sp.tau_norm, "X", "norm at least X times the layer median (5)", NULL},
-	{"min-lifetime", 'm', SS_OPT_INT, &sp.min_lifetime, "N", "drop episodes shorter than N layers (1)", NULL},
+	{"min-lifetime", 0, SS_OPT_INT, &sp.min_lifetime, "N", "drop episodes shorter than N layers (1)", NULL},
 	{"primary-start", 0, SS_OPT_DOUBLE, &sp.primary_start_frac, "F", "primary: starts within the first F of the layers (0.25)", NULL},
 	{"primary-end", 0, SS_OPT_DOUBLE, &sp.primary_end_frac, "F", "primary: lasts to at least F of the layers (0.9)", NULL},
 	{"layers", 'l', SS_OPT_STRING, &layers_opt, "A-B", "consider layers A to B only (all)", NULL},
-	{"summary", 's', SS_OPT_FLAG, &summary, NULL, "print per-layer tables instead of episodes", NULL},
+	{"summary", 0, SS_OPT_FLAG, &summary, NULL, "print per-layer tables instead of episodes", NULL},
 	{"output", 'o', SS_OPT_STRING, &out_h5, "OUT.h5", "also write the trace with /sinks to OUT.h5", NULL},
 	{0},
 };
 
 static const ss_prog prog = {
 	"sinkdetect",
-	"[-s] [-c X] [-n X] [-m N] [-l A-B] [-o OUT.h5] [options] [FILE ...]",
+	"[--summary] [-c X] [-n X] [--min-lifetime N] [-l A-B] [-o OUT.h5] [options] [FILE ...]",
 	"find attention-sink episodes (position, start layer, lifetime) in sinkscope HDF5 traces",
 	opts,
 };

@@ -16,10 +16,10 @@ static int fit, assign;
 static long top = 3;
 
 static const ss_opt opts[] = {
-	{"fit", 'f', SS_OPT_FLAG, &fit, NULL, "print the norm-law fits instead of the levels", NULL},
-	{"assign", 'a', SS_OPT_FLAG, &assign, NULL, "print the episodes with their level instead", NULL},
-	{"tol", 't', SS_OPT_DOUBLE, &lp.tol, "X", "level width in layers (1)", NULL},
-	{"min-count", 'm', SS_OPT_INT, &lp.min_count, "N", "smallest level, in episodes (3)", NULL},
+	{"fit", 0, SS_OPT_FLAG, &fit, NULL, "print the norm-law fits instead of the levels", NULL},
+	{"assign", 0, SS_OPT_FLAG, &assign, NULL, "print the episodes with their level instead", NULL},
+	{"tol", 0, SS_OPT_DOUBLE, &lp.tol, "X", "level width in layers (1)", NULL},
+	{"min-count", 0, SS_OPT_INT, &lp.min_count, "N", "smallest level, in episodes (3)", NULL},
 	{"min-share", 0, SS_OPT_DOUBLE, &lp.min_share, "X", "smallest level, as a share of episodes (0.01)", NULL},
 	{"top", 0, SS_OPT_INT, &top, "N", "most frequent tokens listed per level (3)", NULL},
 	{0},
@@ -27,7 +27,7 @@ static const ss_opt opts[] = {
 
 static const ss_prog prog = {
 	"sinklevels",
-	"[-f | -a] [-t X] [-m N] [options] [FILE ...]",
+	"[--fit | --assign] [--tol X] [--min-count N] [options] [FILE ...]",
 	"group secondary sink episodes (sinkdetect output) into levels and fit the MLP-norm law",
 	opts,
 };
@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	if (i < 0)
 		return ss_opt_exit(&prog, i, &e);
 	if (top < 0)
-		ss_err_status(&e, SS_EXIT_USAGE, "--top %ld: must be >= 0", top);
+		ss_err_status(&e, SS_EXIT_USAGE, "--top: %ld must be >= 0", top);
 	else if (fit && assign)
 		ss_err_status(&e, SS_EXIT_USAGE, "--fit and --assign: choose one table");
 	else

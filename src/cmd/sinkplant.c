@@ -15,9 +15,9 @@ int main(int argc, char **argv)
 	plant_defaults(&p);
 	const char *out = NULL, *truth = NULL;
 	const ss_opt opts[] = {
-		{"layers", 'L', SS_OPT_INT, &p.layers, "N", "number of layers (32)", NULL},
-		{"tokens", 'T', SS_OPT_INT, &p.tokens, "N", "number of tokens (4096)", NULL},
-		{"heads", 'H', SS_OPT_INT, &p.heads, "N", "number of heads (8)", NULL},
+		{"layers", 0, SS_OPT_INT, &p.layers, "N", "number of layers (32)", NULL},
+		{"tokens", 0, SS_OPT_INT, &p.tokens, "N", "number of tokens (4096)", NULL},
+		{"heads", 0, SS_OPT_INT, &p.heads, "N", "number of heads (8)", NULL},
 		{"d-model", 0, SS_OPT_INT, &p.d_model, "N", "d_model attribute (64)", NULL},
 		{"levels", 0, SS_OPT_STRING, &p.levels, "S:LIFE,...", "secondary levels (12:4,12:10,18:6; \"\" = none)", NULL},
 		{"per-level", 0, SS_OPT_INT, &p.per_level, "N", "episodes per level (200)", NULL},
@@ -27,7 +27,7 @@ int main(int argc, char **argv)
 		{"life-sd", 0, SS_OPT_DOUBLE, &p.life_sd, "X", "spread of lifetime within a level (0.8)", NULL},
 		{"distractors", 0, SS_OPT_INT, &p.distractors, "N", "near-miss distractors of each kind (20)", NULL},
 		{"primary2", 0, SS_OPT_INT, &p.primary2, "POS", "position of a second primary sink (5; 0 = none)", NULL},
-		{"seed", 0, SS_OPT_INT, &p.seed, "N", "random seed (1)", NULL},
+		{"seed", 's', SS_OPT_INT, &p.seed, "N", "random seed (1)", NULL},
 		{"output", 'o', SS_OPT_STRING, &out, "OUT.h5", "output trace (\"-\" = stdout)", NULL},
 		{"truth", 0, SS_OPT_STRING, &truth, "FILE", "also write the ground truth as TSV", NULL},
 		{0},

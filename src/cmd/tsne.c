@@ -26,7 +26,7 @@ enum { LAB_FUTURE = 0, LAB_CONTROL = 1, LAB_OTHER = 2, LAB_NONE = 3, LAB_N };
 static const char *const lab_name[LAB_N] = {"future", "control", "other", "-"};
 
 static long o_layer = -1, o_iter = 1000, o_exag_iter = 250, o_pca = 50, o_seed = 1,
-            o_threads = 0, o_knn = 5, o_min_life = 1;
+            o_threads = SS_THREADS_UNSET, o_knn = 5, o_min_life = 1;
 static double o_perp = 30, o_theta = 0.5, o_exag = 12, o_lr = 0, o_tau_cos = NAN,
               o_tau_norm = NAN;
 static int o_exact, o_quiet;
@@ -37,19 +37,19 @@ static long *want_level; /* --level */
 static size_t n_want;
 
 static const ss_opt opts[] = {
-	{"layer", 'l', SS_OPT_INT, &o_layer, "L", "layer of /acts/COMPONENT to embed", NULL},
-	{"labels", 'L', SS_OPT_STRING, &o_labels, "SINKS.tsv", "sinkdetect episodes for the labels", NULL},
+	{"layer", 0, SS_OPT_INT, &o_layer, "L", "layer of /acts/COMPONENT to embed", NULL},
+	{"labels", 0, SS_OPT_STRING, &o_labels, "SINKS.tsv", "sinkdetect episodes for the labels", NULL},
 	{"only", 0, SS_OPT_STRING, &o_only, "LIST", "keep rows of these labels (future,control,other)", NULL},
 	{"classes", 0, SS_OPT_STRING, &o_classes, "LIST", "token classes of controls (space,punct,digit)", NULL},
 	{"min-lifetime", 0, SS_OPT_INT, &o_min_life, "N", "future: episodes of at least N layers (1)", NULL},
 	{"l-start", 0, SS_OPT_STRING, &o_lstart, "A-B", "future: episodes starting in layers A..B", NULL},
 	{"level", 0, SS_OPT_STRING, &o_level, "K[,K...]", "future: only episodes of these levels (sinklevels --assign)", NULL},
-	{"tau-cos", 0, SS_OPT_DOUBLE, &o_tau_cos, "X", "sink rule for controls: cosine threshold", &seen_tau_cos},
-	{"tau-norm", 0, SS_OPT_DOUBLE, &o_tau_norm, "X", "sink rule for controls: norm ratio", &seen_tau_norm},
+	{"tau-cos", 'c', SS_OPT_DOUBLE, &o_tau_cos, "X", "sink rule for controls: cosine threshold", &seen_tau_cos},
+	{"tau-norm", 'n', SS_OPT_DOUBLE, &o_tau_norm, "X", "sink rule for controls: norm ratio", &seen_tau_norm},
 	{"perplexity", 'p', SS_OPT_DOUBLE, &o_perp, "U", "perplexity (30)", NULL},
 	{"theta", 0, SS_OPT_DOUBLE, &o_theta, "X", "Barnes-Hut accuracy, 0 = exact (0.5)", NULL},
 	{"exact", 0, SS_OPT_FLAG, &o_exact, NULL, "exact O(N^2) t-SNE (small N)", NULL},
-	{"iter", 'n', SS_OPT_INT, &o_iter, "N", "iterations (1000)", NULL},
+	{"iter", 0, SS_OPT_INT, &o_iter, "N", "iterations (1000)", NULL},
 	{"exaggeration", 0, SS_OPT_DOUBLE, &o_exag, "X", "early exaggeration (12)", NULL},
 	{"exag-iter", 0, SS_OPT_INT, &o_exag_iter, "N", "iterations of early exaggeration (250)", NULL},
 	{"learning-rate", 0, SS_OPT_DOUBLE, &o_lr, "X", "step size (0 = max(N/12/4, 50))", NULL},
@@ -57,7 +57,7 @@ static const ss_opt opts[] = {
 	{"init", 0, SS_OPT_STRING, &o_init, "pca|random", "initial layout (pca)", NULL},
 	{"search", 0, SS_OPT_STRING, &o_search, "auto|vptree|blas", "neighbour search (auto: BLAS scan above 10 dims)", NULL},
 	{"seed", 's', SS_OPT_INT, &o_seed, "N", "random seed (1)", NULL},
-	{"threads", 'j', SS_OPT_INT, &o_threads, "N", "threads (all CPUs)", NULL},
+	SS_OPT_THREADS(o_threads),
 	{"output", 'o', SS_OPT_STRING, &o_out, "FILE.h5", "write the embedding to HDF5", NULL},
 	{"scan", 0, SS_OPT_STRING, &o_scan, "LAYERS", "separability per layer instead of one embedding", NULL},
 	{"knn", 'k', SS_OPT_INT, &o_knn, "K", "neighbours of the k-NN vote (5)", NULL},
@@ -67,7 +67,7 @@ static const ss_opt opts[] = {
 
 static const ss_prog prog = {
 	PROG,
-	"[options] [-l L] FILE.h5:/DATASET ...\n"
+	"[options] [--layer L] FILE.h5:/DATASET ...\n"
 	"[options] < MATRIX.tsv\n"
 	"--scan LAYERS --labels SINKS.tsv [options] FILE.h5:/acts/COMPONENT ...",
 	"t-SNE of activations, labelled by future sinks and controls",
@@ -718,8 +718,8 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	/* usage checks */
-	if (o_threads <= 0)
-		o_threads = ss_ncpu();
+	if (ss_opt_threads(&o_threads, &e) < 0)
+		goto fail;
 	if (strcmp(o_init, "pca") && strcmp(o_init, "random")) {
 		ss_err_status(&e, SS_EXIT_USAGE, "--init: expected pca or random, got '%s'", o_init);
 		goto fail;
@@ -728,15 +728,23 @@ int main(int argc, char **argv)
 		ss_err_status(&e, SS_EXIT_USAGE, "--search: expected auto, vptree or blas, got '%s'", o_search);
 		goto fail;
 	}
-	if (!(o_perp > 0) || o_iter < 1 || o_theta < 0 || o_pca < 0 || o_knn < 1 ||
-	    o_exag_iter < 0 || !(o_exag > 0) || o_lr < 0) {
-		ss_err_status(&e, SS_EXIT_USAGE, "bad value: perplexity, exaggeration > 0; iter, knn >= 1; theta, pca, exag-iter, learning-rate >= 0");
+	const char *bad = !(o_perp > 0) ? "--perplexity: must be positive"
+	                  : !(o_exag > 0) ? "--exaggeration: must be positive"
+	                  : o_iter < 1    ? "--iter: must be at least 1"
+	                  : o_knn < 1     ? "--knn: must be at least 1"
+	                  : o_theta < 0   ? "--theta: must not be negative"
+	                  : o_pca < 0     ? "--pca: must not be negative"
+	                  : o_exag_iter < 0 ? "--exag-iter: must not be negative"
+	                  : o_lr < 0      ? "--learning-rate: must not be negative" : NULL;
+	if (bad) {
+		ss_err_status(&e, SS_EXIT_USAGE, "%s", bad);
 		goto fail;
 	}
 	if (o_only && parse_only(o_only, &only, &e) < 0)
 		goto fail;
 	if (tokclass_parse(o_classes, &mask, &e) < 0) {
 		e.status = SS_EXIT_USAGE;
+		ss_err_prefix(&e, "--classes");
 		goto fail;
 	}
 	if (o_lstart) {

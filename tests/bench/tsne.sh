@@ -46,7 +46,7 @@ for N in $SIZES; do
 	run "$B/sk$N.txt" $PY "$R" sklearn "$d.npy" "$B/sk$N.npy" 30 1000 2 || { echo "sklearn failed"; cat "$B/sk$N.txt.err"; exit 1; }
 	skw=$WALL skc=$CPU skm=$RSS_MB skf=$FOREIGN
 	skkl=$(awk '{print $2}' "$B/sk$N.txt")
-	run "$B/ours$N.txt" "$SS_BIN/tsne" -j 2 -o "$B/ours$N.h5" "$d.h5:/X" || { echo "tsne failed"; cat "$B/ours$N.txt.err"; exit 1; }
+	run "$B/ours$N.txt" "$SS_BIN/tsne" --threads 2 -o "$B/ours$N.h5" "$d.h5:/X" || { echo "tsne failed"; cat "$B/ours$N.txt.err"; exit 1; }
 	ow=$WALL oc=$CPU om=$RSS_MB of=$FOREIGN
 	okl=$(sed -n 's/.*KL divergence \([0-9.]*\).*/\1/p' "$B/ours$N.txt.err")
 	$PY "$R" eval "$d.npy" 30 "$B/ours$N.h5" "$B/sk$N.npy" >"$B/eval$N.txt"
@@ -60,7 +60,7 @@ done
 if [ "$BIG" -gt 0 ]; then
 	d=$B/d$BIG
 	[ -f "$d.h5" ] || { $PY "$R" gen "$BIG" 896 "$BIG" "$d.npy" && $PY "$R" h5 "$d.npy" "$d.h5"; }
-	run "$B/ours$BIG.txt" "$SS_BIN/tsne" -j 2 -o "$B/ours$BIG.h5" "$d.h5:/X" || { echo "tsne failed"; cat "$B/ours$BIG.txt.err"; exit 1; }
+	run "$B/ours$BIG.txt" "$SS_BIN/tsne" --threads 2 -o "$B/ours$BIG.h5" "$d.h5:/X" || { echo "tsne failed"; cat "$B/ours$BIG.txt.err"; exit 1; }
 	okl=$(sed -n 's/.*KL divergence \([0-9.]*\).*/\1/p' "$B/ours$BIG.txt.err")
 	printf '%-7s %-8s %8s %8s %8s %8s %10s %10s\n' "$BIG" tsne "$WALL" "$CPU" "$RSS_MB" "$FOREIGN" "-" "$okl(est)"
 	echo "        tsne stages: $(sed -n 's/.*s (\(pca.*\)), .*/\1/p' "$B/ours$BIG.txt.err")"

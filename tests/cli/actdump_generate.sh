@@ -42,9 +42,9 @@ t_eq "text input + generation: 5 more tokens recorded" 5 "$(( $(ids_of q.h5 | wc
 t_fails "--prompt-format with --ids" 2 "prompt-format chatml wraps text" actdump -m "$S" --ids bos.ids --prompt-format chatml --generate 5 -o x.h5
 t_fails "--prompt-format unknown" 2 "prompt format 'alpaca'" actdump -m "$S" --text p.txt --prompt-format alpaca -o x.h5
 t_fails "--generate over every --jsonl row" 2 "give --jsonl with --index" actdump -m "$S" --jsonl q.jsonl --field problem --generate 5 -o 'x%d.h5'
-t_fails "--temperature -1" 2 "temperature -1" actdump -m "$S" --ids bos.ids --generate 5 --temperature -1 -o x.h5
-t_fails "--top-p 0" 2 "top-p 0" actdump -m "$S" --ids bos.ids --generate 5 --top-p 0 -o x.h5
-t_fails "--kv f16" 2 "kv f16" actdump -m "$S" --ids bos.ids --generate 5 --kv f16 -o x.h5
+t_fails "--temperature -1" 2 "^actdump: --temperature: -1 is negative$" actdump -m "$S" --ids bos.ids --generate 5 --temperature -1 -o x.h5
+t_fails "--top-p 0" 2 "^actdump: --top-p: 0 outside" actdump -m "$S" --ids bos.ids --generate 5 --top-p 0 -o x.h5
+t_fails "--kv f16" 2 "^actdump: --kv: .*f16" actdump -m "$S" --ids bos.ids --generate 5 --kv f16 -o x.h5
 t_fails "--text-out without --generate" 2 "text-out" actdump -m "$S" --ids bos.ids --text-out t.txt -o x.h5
 # a model's vocabulary padded beyond its tokenizer's (as Qwen's is): only
 # the tokenizer's ids are sampled.  small.json keeps stories260k's ids below

@@ -21,7 +21,7 @@ t_eq "mlp_norm_start and score_start match the planted values" 0 "$bad"
 
 for n in 1 6; do
 	if [ $n = 1 ]; then lv=16:6; else lv=8:3,8:9,14:5,20:4,20:12,26:3; fi
-	"$PLANT" -L 40 -T 4096 -H 4 --levels $lv --per-level 150 --seed $n -o p$n.h5 --truth t$n.tsv
+	"$PLANT" --layers 40 --tokens 4096 --heads 4 --levels $lv --per-level 150 --seed $n -o p$n.h5 --truth t$n.tsv
 	sinkdetect p$n.h5 >d$n.tsv
 	t_eq "$n level(s), L=40: exact recovery" "" "$(diff <(key_truth t$n.tsv) <(key_det d$n.tsv) | head -5)"
 done
@@ -52,10 +52,10 @@ t_eq "summary: secondary sinks per layer = planted" \
 t_eq "--layers 1-11: only the two primaries remain" "0 primary 1 11|5 primary 2 11" \
 	"$(sinkdetect -l 1-11 p.h5 | awk -F'\t' 'NR>1{printf "%s%s %s %s %s", n++?"|":"", $2, $5, $6, $7}')"
 t_eq "--min-lifetime 7 drops shorter episodes" \
-	"$(awk -F'\t' 'NR>1 && $7>=7' truth.tsv | wc -l | tr -d ' ')" "$(sinkdetect -m 7 p.h5 | awk 'NR>1' | wc -l | tr -d ' ')"
+	"$(awk -F'\t' 'NR>1 && $7>=7' truth.tsv | wc -l | tr -d ' ')" "$(sinkdetect --min-lifetime 7 p.h5 | awk 'NR>1' | wc -l | tr -d ' ')"
 t_eq "--tau-cos 0.7 admits the cosine-0.8 distractors" 1 "$(sinkdetect -c 0.7 p.h5 | awk 'END{print (NR-1 > '"$(wc -l <truth.tsv)"')}')"
 printf 'sinkdetect:\n  min-lifetime: 7\n' >cfg.yaml
-t_eq "--config YAML" "$(sinkdetect -m 7 p.h5 | md5sum)" "$(sinkdetect --config cfg.yaml p.h5 | md5sum)"
+t_eq "--config YAML" "$(sinkdetect --min-lifetime 7 p.h5 | md5sum)" "$(sinkdetect --config cfg.yaml p.h5 | md5sum)"
 
 # -o: the trace plus /sinks
 sinkdetect -o out.h5 p.h5 >o.tsv

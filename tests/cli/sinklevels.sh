@@ -38,11 +38,11 @@ check() { # name levels plant-args...
 	if within5 "$sl" "$SL"; then t_pass "$name: lifetime slope $sl within 5% of $SL"; else t_fail "$name: lifetime slope $sl within 5% of $SL"; fi
 }
 SS=0.02 SL=4
-check one 24:6 -L 40 -T 4096 -H 4 --levels 24:6 --per-level 400 --seed 11
-check three 12:4,12:10,18:6 -L 32 -T 4096 -H 4 --levels 12:4,12:10,18:6 --per-level 400 --seed 12
-check six 8:3,8:9,14:5,20:4,20:12,26:3 -L 40 -T 8192 -H 4 --levels 8:3,8:9,14:5,20:4,20:12,26:3 --per-level 400 --seed 13
+check one 24:6 --layers 40 --tokens 4096 --heads 4 --levels 24:6 --per-level 400 --seed 11
+check three 12:4,12:10,18:6 --layers 32 --tokens 4096 --heads 4 --levels 12:4,12:10,18:6 --per-level 400 --seed 12
+check six 8:3,8:9,14:5,20:4,20:12,26:3 --layers 40 --tokens 8192 --heads 4 --levels 8:3,8:9,14:5,20:4,20:12,26:3 --per-level 400 --seed 13
 SS=0.05 SL=2.5
-check slopes 10:3,10:8,16:5 -L 32 -T 4096 -H 4 --levels 10:3,10:8,16:5 --per-level 400 --slope-score 0.05 --slope-life 2.5 --seed 14
+check slopes 10:3,10:8,16:5 --layers 32 --tokens 4096 --heads 4 --levels 10:3,10:8,16:5 --per-level 400 --slope-score 0.05 --slope-life 2.5 --seed 14
 t_eq "header columns" "level l_start lifetime count share mlp_norm_median score_mean" "$(head -1 three.lv | cut -f1-7 | tr '\t' ' ')"
 t_eq "fit header" "scope y slope intercept r n" "$(head -1 three.fit | tr '\t' ' ')"
 t_eq "fit rows: all and each level, both y" "all:score_start all:lifetime level1:score_start level1:lifetime level2:score_start level2:lifetime level3:score_start level3:lifetime" \
@@ -66,9 +66,9 @@ printf 'sinklevels:\n  fit: true\n' >cfg.yaml
 t_eq "--config YAML" "$(cat three.fit)" "$(sinkdetect three.h5 | sinklevels --config cfg.yaml)"
 
 t_eq "--assign output read back: the same levels" "$(cat three.lv)" "$(sinklevels three.asg)"
-t_eq "--assign, then --fit: the same fits" "$(cat three.fit)" "$(sinklevels -f three.asg)"
+t_eq "--assign, then --fit: the same fits" "$(cat three.fit)" "$(sinklevels --fit three.asg)"
 t_fails "--assign needs the whole episode table" 1 "^sinklevels: nocol2\.tsv: missing column 'trace'" \
-	sh -c 'cut -f5- a.tsv >nocol2.tsv; sinklevels -a nocol2.tsv'
+	sh -c 'cut -f5- a.tsv >nocol2.tsv; sinklevels --assign nocol2.tsv'
 # membership by mode, not by range: level 1 at (10,4) with 5 episodes at
 # (12,6), level 2 at (13,2) with 5 at (11,4).  (11,4) lies within level 1's
 # ranges (l_start 10-12, lifetime 4-6) but climbs to level 2's peak: its
@@ -80,8 +80,8 @@ t_fails "--assign needs the whole episode table" 1 "^sinklevels: nocol2\.tsv: mi
 t_eq "overlapping ranges: the level table" "1:10:4:45:10:12:4:6 2:13:2:55:11:13:2:4" \
 	"$(sinklevels ov.tsv | awk -F'\t' 'NR>1{printf "%s%s:%s:%s:%s:%s:%s:%s:%s", n++?" ":"", $1, $2, $3, $4, $8, $9, $10, $11}')"
 t_eq "overlapping ranges: --assign places (11,4) in level 2, whose peak it climbs to" "10:4:1:40 11:4:2:5 12:6:1:5 13:2:2:50" \
-	"$(sinklevels -a ov.tsv | awk -F'\t' 'NR>1{c[$6":"$8":"$15]++} END{for(k in c) print k":"c[k]}' | sort | xargs)"
-t_fails "--fit and --assign together" 2 "^sinklevels: --fit and --assign" sinklevels -f -a a.tsv
+	"$(sinklevels --assign ov.tsv | awk -F'\t' 'NR>1{c[$6":"$8":"$15]++} END{for(k in c) print k":"c[k]}' | sort | xargs)"
+t_fails "--fit and --assign together" 2 "^sinklevels: --fit and --assign" sinklevels --fit --assign a.tsv
 
 # bad tables
 printf 'kind\tl_start\tlifetime\tmlp_norm_start\tscore_start\tscore\nsecondary\t3\t4\t5\t0.1\n' >short.tsv

@@ -32,7 +32,7 @@ got=$(awk -F'\t' 'NR==FNR { if (FNR>1) k[$4" "($3-'"$LS"')]=1; next }
 t_eq "every planted swap outcome found (component, rel_layer, fraction)" "$want" "$got"
 dec=$(awk -F'\t' '$1!="all" && $4=="mlp_out" && $10==1 {print $6}' sum.tsv | sort -u)
 t_eq "decision layer (earliest suppressing mlp_out swap) is the planted one" "$LD" "$dec"
-t_ok "pcaprobe on the organism" pcaprobe -m org t.h5 eps.tsv -l "$LS" -k 4 --vectors -o vec.tsv
+t_ok "pcaprobe on the organism" pcaprobe -m org t.h5 eps.tsv --layer "$LS" --components 4 --vectors -o vec.tsv
 # the component closest to the planted direction: with the nuisance tokens
 # (truth/nuisance.tsv: norms 2-30x the median), the first components are
 # the RMSNorm's bulk and u coordinates of those tokens, not the decision
@@ -41,6 +41,6 @@ read -r k c < <(awk -F'\t' 'NR==FNR { if ($1=="decision") dir=$5; next } FNR>1 {
 	for (i=1;i<=n;i++) { s+=a[i]*b[i]; na+=a[i]*a[i]; nb+=b[i]*b[i] }
 	c=s/sqrt(na*nb); if (c<0) c=-c; if (c > best) { best=c; k=$3 } } END { print k, best }' org/truth/directions.tsv vec.tsv)
 t_ok "one of the top 4 components (number $k) has |cos| with the planted direction > 0.98 (got $c)" awk -v c="$c" 'BEGIN{exit !(c > 0.98)}'
-g=$(pcaprobe -m org t.h5 eps.tsv -l "$LS" -k 4 -a 2 | awk -F'\t' -v k="$k" 'NR>1 && $3==k {print $9}')
+g=$(pcaprobe -m org t.h5 eps.tsv --layer "$LS" --components 4 -a 2 | awk -F'\t' -v k="$k" 'NR>1 && $3==k {print $9}')
 t_ok "the MLP amplifies along that component (gain at 2 sd: $g)" awk -v g="$g" 'BEGIN{exit !(g > 2)}'
 t_done

@@ -33,7 +33,7 @@ for prog in pcaprobe swapexp; do
 done
 
 if [ -x "$SS_BIN/tsne" ]; then
-	TS=(-l 2 -n 100 --exag-iter 50 -q)
+	TS=(--layer 2 --iter 100 --exag-iter 50 -q)
 	tsne "${TS[@]}" t.h5:/acts/resid >ok.tsv 2>/dev/null
 	t_ok "tsne: baseline embedding" test -s ok.tsv
 	for n in 0 40 4096 $((size / 2)) $((size - 1)); do

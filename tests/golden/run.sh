@@ -188,9 +188,9 @@ sec_organism() {
 	untime org/timings.out.err
 	# sinkdetect
 	g org/eps.tsv sinkdetect org/acts.h5
-	g org/summary.tsv sinkdetect -s org/acts.h5
+	g org/summary.tsv sinkdetect --summary org/acts.h5
 	g org/eps.o.tsv sinkdetect -o org/sinks.h5 org/stats.h5
-	g org/eps.opts.tsv sinkdetect -c 0.9 -n 3 -m 2 -l 5-20 --primary-start 0.1 --primary-end 0.8 org/stats.h5
+	g org/eps.opts.tsv sinkdetect -c 0.9 -n 3 --min-lifetime 2 -l 5-20 --primary-start 0.1 --primary-end 0.8 org/stats.h5
 	g org/eps.stdin.tsv sh_ "sinkdetect <org/stats.h5"
 	g org/eps.dash.tsv sh_ "cat org/stats.h5 | sinkdetect -"
 	g org/eps.again.tsv sinkdetect -o org/sinks.again.h5 org/sinks.h5
@@ -200,7 +200,7 @@ sec_organism() {
 	g org/levels.tsv sinklevels org/eps.tsv
 	g org/fit.tsv sinklevels --fit org/eps.tsv
 	g org/assign.tsv sinklevels --assign org/eps.tsv
-	g org/levels.opts.tsv sinklevels -t 2 -m 1 --min-share 0 --top 5 org/eps.tsv
+	g org/levels.opts.tsv sinklevels --tol 2 --min-count 1 --min-share 0 --top 5 org/eps.tsv
 	g org/levels.config.tsv sinklevels --config in/cfg.yaml org/eps.tsv
 	g org/fit.config.tsv sh_ "sinklevels --config in/fit.yaml <org/eps.tsv"
 	# swapexp (window to layer 1 of the planted l_start 9, as in
@@ -208,30 +208,30 @@ sec_organism() {
 	# whole sequence per swap)
 	g org/swap.summary.tsv swapexp -m $M $A org/acts.h5 org/eps.tsv -w 9 --summary
 	g org/swap.rows.tsv swapexp -m $M $A org/acts.h5 org/eps.tsv -w 3
-	g org/swap.opts.tsv swapexp -m $M $A org/acts.h5 org/eps.tsv -w 9 -c mlp_out,resid --kv bf16 \
+	g org/swap.opts.tsv swapexp -m $M $A org/acts.h5 org/eps.tsv -w 9 --components mlp_out,resid --kv bf16 \
 		--summary --decision-frac 0.9 --classes space,punct
 	awk -F'\t' 'NR == 1 || ($5 == "secondary" && n++ < 3)' org/eps.tsv >org/eps.few.tsv
 	g org/swap.exact.out swapexp -m $M $A org/acts.h5 org/eps.few.tsv -w 2 --exact -o org/swap.exact.tsv
 	# pcaprobe
 	g org/pca.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv
-	g org/pca.vectors.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv -l 9 -k 3 --vectors
-	g org/pca.k1.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv -l 9 -k 1 -a 2
-	g org/pca.persink.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv -l 9 -k 3 --per-sink
-	g org/pca.nonsink.out pcaprobe -m $M $A org/acts.h5 org/eps.tsv -l 9 --fit nonsink -a -2:2:1 \
+	g org/pca.vectors.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --components 3 --vectors
+	g org/pca.k1.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --components 1 -a 2
+	g org/pca.persink.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --components 3 --per-sink
+	g org/pca.nonsink.out pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --fit nonsink -a -2:2:1 \
 		--classes punct,digit --tau-cos 0.9 --tau-norm 2.5 -o org/pca.nonsink.tsv
 	# tsne (future sinks of l_start 9 against controls, layers before it)
-	local J="-j 2"
-	g org/tsne.l8.tsv tsne -q $J -n 500 -l 8 --labels org/eps.tsv org/acts.h5:/acts/resid
-	g org/tsne.h5.out tsne $J -n 300 -l 6 --labels org/eps.tsv -o org/tsne.h5 org/acts.h5:/acts/mlp_in
+	local J="--threads 2"
+	g org/tsne.l8.tsv tsne -q $J --iter 500 --layer 8 --labels org/eps.tsv org/acts.h5:/acts/resid
+	g org/tsne.h5.out tsne $J --iter 300 --layer 6 --labels org/eps.tsv -o org/tsne.h5 org/acts.h5:/acts/mlp_in
 	untime org/tsne.h5.out.err
-	g org/tsne.scan.tsv tsne -q $J -n 300 --scan 4-9 --labels org/eps.tsv org/acts.h5:/acts/resid
-	g org/tsne.scan.k3.tsv tsne -q $J -n 250 --scan 1-8 -k 3 --classes punct,space --labels org/eps.tsv \
+	g org/tsne.scan.tsv tsne -q $J --iter 300 --scan 4-9 --labels org/eps.tsv org/acts.h5:/acts/resid
+	g org/tsne.scan.k3.tsv tsne -q $J --iter 250 --scan 1-8 -k 3 --classes punct,space --labels org/eps.tsv \
 		org/acts.h5:/acts/mlp_in
-	g org/tsne.level.tsv tsne -q $J -n 300 -l 7 --labels org/assign.tsv --level 2 \
+	g org/tsne.level.tsv tsne -q $J --iter 300 --layer 7 --labels org/assign.tsv --level 2 \
 		--only future,control org/acts.h5:/acts/resid
-	g org/tsne.exact.tsv tsne -q $J -n 250 -l 5 --labels org/eps.tsv --exact --perplexity 20 \
+	g org/tsne.exact.tsv tsne -q $J --iter 250 --layer 5 --labels org/eps.tsv --exact --perplexity 20 \
 		--min-lifetime 5 org/acts.h5:/acts/attn_out
-	g org/tsne.random.tsv tsne -q $J -n 250 -l 8 --labels org/eps.tsv --init random -s 7 --pca 10 \
+	g org/tsne.random.tsv tsne -q $J --iter 250 --layer 8 --labels org/eps.tsv --init random -s 7 --pca 10 \
 		--learning-rate 100 --exaggeration 8 --exag-iter 100 --l-start 9-9 org/acts.h5:/acts/resid
 }
 
@@ -264,12 +264,12 @@ sec_stories() {
 	local R="--tau-cos 0.3 --tau-norm 1.1"
 	g stories/eps.relaxed.tsv sinkdetect $R stories/math.h5
 	g stories/eps.story.tsv sinkdetect $R stories/story.h5
-	g stories/levels.relaxed.tsv sinklevels -m 1 stories/eps.relaxed.tsv
-	g stories/fit.relaxed.tsv sinklevels --fit -m 1 stories/eps.relaxed.tsv
+	g stories/levels.relaxed.tsv sinklevels --min-count 1 stories/eps.relaxed.tsv
+	g stories/fit.relaxed.tsv sinklevels --fit --min-count 1 stories/eps.relaxed.tsv
 	g stories/swap.tsv swapexp -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R -w 2
 	g stories/swap.summary.tsv swapexp -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R --summary
-	g stories/pca.tsv pcaprobe -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R -k 4 -a -2,0,2
-	g stories/tsne.scan.tsv tsne -q -j 2 -n 300 --scan all --labels stories/eps.relaxed.tsv $R stories/math.h5:/acts/resid
+	g stories/pca.tsv pcaprobe -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R --components 4 -a -2,0,2
+	g stories/tsne.scan.tsv tsne -q --threads 2 --iter 300 --scan all --labels stories/eps.relaxed.tsv $R stories/math.h5:/acts/resid
 }
 
 # --- the reference tests' random models
@@ -277,7 +277,7 @@ sec_random() {
 	local A="-t 2" v
 	while read -r v; do
 		g random/$v.out actdump -m in/models/V/$v $A --ids in/ids256.ids -o random/$v.h5
-		g random/$v.summary.tsv sinkdetect -s random/$v.h5
+		g random/$v.summary.tsv sinkdetect --summary random/$v.h5
 	done <in/models/V/list
 	for v in llama3rope-bf16-sh linrope-f16 mistral-swa-f32 qwen2-bf16-sh qwen3-f32 phi3-partial-bf16; do
 		g random/$v.acts.out actdump -m in/models/V/$v $A --ids in/ids256.ids \
@@ -292,25 +292,25 @@ sec_random() {
 		g random/$m.swap.tsv swapexp -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -w 3 $R
 		g random/$m.swap.bf16.tsv swapexp -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -w 3 $R --kv bf16
 		g random/$m.swap.summary.tsv swapexp -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -w 3 $R --summary
-		g random/$m.pca.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -l 2 -k 3 -a -2,0,2 $R
-		g random/$m.pca.persink.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -l 2 -k 3 --per-sink $R
+		g random/$m.pca.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv --layer 2 --components 3 -a -2,0,2 $R
+		g random/$m.pca.persink.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv --layer 2 --components 3 --per-sink $R
 	done
-	g random/levels.tsv sh_ "cat random/q2.eps.tsv random/ll.eps.tsv | sinklevels -m 1"
+	g random/levels.tsv sh_ "cat random/q2.eps.tsv random/ll.eps.tsv | sinklevels --min-count 1"
 }
 
 # --- synthetic inputs: tsne matrices and planted traces, tokenizers
 sec_synth() {
-	local J="-j 2"
-	g synth/m.tsne.tsv sh_ "tsne -q $J -n 300 <in/m.tsv"
-	g synth/m.tsne.j1.tsv sh_ "tsne -q -j 1 -n 300 <in/m.tsv"
-	g synth/m.random.tsv sh_ "tsne -q $J -n 300 --init random -s 2 <in/m.tsv"
-	g synth/m.vptree.tsv sh_ "tsne -q $J -n 300 --search vptree <in/m.tsv"
-	g synth/m.blas.tsv sh_ "tsne -q $J -n 300 --search blas --theta 0 <in/m.tsv"
-	g synth/m.summary.out sh_ "tsne $J -n 300 -o synth/m.h5 <in/m.tsv"
+	local J="--threads 2"
+	g synth/m.tsne.tsv sh_ "tsne -q $J --iter 300 <in/m.tsv"
+	g synth/m.tsne.j1.tsv sh_ "tsne -q --threads 1 --iter 300 <in/m.tsv"
+	g synth/m.random.tsv sh_ "tsne -q $J --iter 300 --init random -s 2 <in/m.tsv"
+	g synth/m.vptree.tsv sh_ "tsne -q $J --iter 300 --search vptree <in/m.tsv"
+	g synth/m.blas.tsv sh_ "tsne -q $J --iter 300 --search blas --theta 0 <in/m.tsv"
+	g synth/m.summary.out sh_ "tsne $J --iter 300 -o synth/m.h5 <in/m.tsv"
 	untime synth/m.summary.out.err
-	g synth/p.tsne.tsv tsne -q $J -n 300 -l 2 --labels in/p.tsv in/p.h5:/acts/resid
-	g synth/p.scan.tsv tsne -q $J -n 300 --scan all --labels in/p.tsv in/p.h5:/acts/resid
-	g synth/p.plain.tsv tsne -q $J -n 250 in/p.h5:/plain/matrix
+	g synth/p.tsne.tsv tsne -q $J --iter 300 --layer 2 --labels in/p.tsv in/p.h5:/acts/resid
+	g synth/p.scan.tsv tsne -q $J --iter 300 --scan all --labels in/p.tsv in/p.h5:/acts/resid
+	g synth/p.plain.tsv tsne -q $J --iter 250 in/p.h5:/plain/matrix
 	local t w
 	for t in qwen3 llama3_1 mistral deepseek_v3; do
 		w=rc=0; [ $t = qwen3 ] && w=rc=1
@@ -345,13 +345,13 @@ sec_cli() {
 	g cli/swapexp.far rc=1 swapexp -m in/models/q2 random/q2.h5 in/far.tsv
 	g cli/swapexp.arch rc=1 swapexp -m in/models/q2 random/ll.h5 random/ll.eps.tsv
 	g cli/swapexp.window rc=2 swapexp -m in/models/q2 random/q2.h5 random/q2.eps.tsv -w 0
-	g cli/pcaprobe.layer rc=1 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv -l 99
-	g cli/pcaprobe.k0 rc=2 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv -k 0
-	g cli/pcaprobe.nocontrol rc=1 pcaprobe -m in/stories260k stories/story.h5 stories/eps.story.tsv -l 3 \
+	g cli/pcaprobe.layer rc=1 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --layer 99
+	g cli/pcaprobe.k0 rc=2 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --components 0
+	g cli/pcaprobe.nocontrol rc=1 pcaprobe -m in/stories260k stories/story.h5 stories/eps.story.tsv --layer 3 \
 		--classes digit --tau-cos 0.3 --tau-norm 1.1
 	g cli/tsne.nan rc=1 sh_ "tsne <in/nan.tsv"
 	g cli/tsne.nolayer rc=2 tsne in/p.h5:/acts/resid
-	g cli/tsne.level rc=1 tsne -l 2 --labels org/assign.tsv --level 7 org/acts.h5:/acts/resid
+	g cli/tsne.level rc=1 tsne --layer 2 --labels org/assign.tsv --level 7 org/acts.h5:/acts/resid
 	g cli/mkorganism.noout rc=2 mkorganism in/examples/organism.yaml
 	g cli/mkorganism.bad rc=1 mkorganism -o cli/org in/bad.yaml
 }

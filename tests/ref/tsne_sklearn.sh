@@ -15,7 +15,7 @@ y = r.integers(0, 8, 500)
 X = (r.normal(0, 1, (500, 40)) + 2.5 * r.normal(0, 1, (8, 40))[y]).astype(np.float32)
 np.save(sys.argv[1], X)
 np.savetxt(sys.argv[2], X, fmt='%.7g', delimiter='\t')" "$TMP/x.npy" "$TMP/x.tsv"
-tsne -q -j 2 <"$TMP/x.tsv" >"$TMP/ours.tsv"; rc=$?
+tsne -q --threads 2 <"$TMP/x.tsv" >"$TMP/ours.tsv"; rc=$?
 t_eq "tsne runs on the planted data" 0 $rc
 sk=$($PY "$R" sklearn "$TMP/x.npy" "$TMP/sk.npy" 30 1000 2 2>&1 | tail -1)
 t_match "scikit-learn TSNE runs" '^[0-9.]+ [0-9.]+$' "$sk"

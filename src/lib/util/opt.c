@@ -1,5 +1,6 @@
 /* opt.c - options and YAML config; see opt.h. */
 #include "util/opt.h"
+#include "util/par.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -93,6 +94,18 @@ int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what,
 	return ss_parse_layers_from(s, 1, n, mask, what, e);
 }
 
+int ss_opt_threads(long *threads, ss_err *e)
+{
+	if (*threads == SS_THREADS_UNSET) {
+		*threads = ss_ncpu();
+		return 0;
+	}
+	if (*threads < 1 || *threads > SS_THREADS_MAX)
+		return ss_err_status(e, SS_EXIT_USAGE, "--threads: %ld out of range 1-%d", *threads,
+		                     SS_THREADS_MAX);
+	return 0;
+}
+
 int ss_parse_size(const char *s, double *v)
 {
 	char *end;
@@ -124,10 +137,18 @@ static const ss_opt *find_long(const ss_prog *p, const char *name)
 }
 
 /* Store a textual value into an option; src names where it came from. */
+/* Store a textual value into an option; src names where it came from:
+ * "FILE:LINE: prog" for a config file, NULL for the command line (the
+ * message then starts with the option, "--threads: expected ..."). */
 static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_file,
                  const char *src, ss_err *e)
 {
 	int st = from_file ? SS_EXIT_FAIL : SS_EXIT_USAGE;
+	char who[SS_ERR_MAX / 2];
+	if (src)
+		snprintf(who, sizeof who, "%s: %s", src, o->name);
+	else
+		snprintf(who, sizeof who, "--%s", o->name);
 	switch (o->type) {
 	case SS_OPT_FLAG:
 		if (!val || !strcmp(val, "true") || !strcmp(val, "yes") || !strcmp(val, "1"))
@@ -135,18 +156,15 @@ static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_fi
 		else if (!strcmp(val, "false") || !strcmp(val, "no") || !strcmp(val, "0"))
 			*(int *)o->dst = 0;
 		else
-			return ss_err_status(e, st, "%s: %s: expected true or false, got '%s'",
-			                     src, o->name, val);
+			return ss_err_status(e, st, "%s: expected true or false, got '%s'", who, val);
 		break;
 	case SS_OPT_INT:
 		if (ss_parse_long(val, (long *)o->dst))
-			return ss_err_status(e, st, "%s: %s: expected an integer, got '%s'",
-			                     src, o->name, val);
+			return ss_err_status(e, st, "%s: expected an integer, got '%s'", who, val);
 		break;
 	case SS_OPT_DOUBLE:
 		if (ss_parse_double(val, (double *)o->dst))
-			return ss_err_status(e, st, "%s: %s: expected a finite number, got '%s'",
-			                     src, o->name, val);
+			return ss_err_status(e, st, "%s: expected a finite number, got '%s'", who, val);
 		break;
 	case SS_OPT_STRING:
 		if (from_file) {
@@ -154,7 +172,7 @@ static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_fi
 			char **no = realloc(owned, (n_owned + 1) * sizeof *owned);
 			if (!c || !no) {
 				free(c);
-				return ss_err_set(e, "%s: out of memory", src);
+				return ss_err_set(e, "%s: out of memory", who);
 			}
 			owned = no;
 			owned[n_owned++] = c;
@@ -382,7 +400,7 @@ int ss_opt_parse(const ss_prog *p, int argc, char **argv, ss_err *e)
 			ss_err_status(e, SS_EXIT_USAGE, "unknown option");
 			goto done;
 		}
-		if (store(p, o, optarg, 0, "option", e))
+		if (store(p, o, optarg, 0, NULL, e))
 			goto done;
 	}
 	rc = optind;

@@ -64,6 +64,17 @@ void ss_opt_usage(const ss_prog *p, void *f /* FILE * */);
  * malloc'd. */
 char *ss_command_line(int argc, char **argv, ss_err *e);
 
+/* Threads, one row and one rule suite-wide (sinkscope(7) OPTION LETTERS):
+ * declare `long threads = SS_THREADS_UNSET;`, put SS_OPT_THREADS(threads)
+ * in the table and call ss_opt_threads(&threads, e) before reading data.
+ * Unset means every online CPU; a value outside 1..SS_THREADS_MAX is a
+ * usage error "--threads: 0 out of range 1-1024". */
+#define SS_THREADS_UNSET (-0x7fffffffL - 1)
+#define SS_THREADS_MAX 1024
+#define SS_OPT_THREADS(var) \
+	{"threads", 't', SS_OPT_INT, &(var), "N", "threads, 1-1024 (default: all processors)", NULL}
+int ss_opt_threads(long *threads, ss_err *e);
+
 /* Free strings the config file contributed (optional, for leak checkers). */
 void ss_opt_free(void);
 
