@@ -16,7 +16,7 @@ size_t model_layer_f32_bytes(const ss_config *c)
 	size_t n = qkv * D + D * (size_t)c->n_heads * hd + 3 * F * D;
 	n += qkv + 2 * D + 2 * hd + 2 * F + 2 * D;
 	/* the families beyond the paper's: LayerNorm biases, post-norms,
-	 * whole-projection q/k norms, experts (forward.c's layout) */
+	 * whole-projection q/k norms, experts (fwd_weights.c's layout) */
 	n += 4 * D + qkv;
 	if (c->n_experts) {
 		size_t E = (size_t)c->n_experts, Fe = (size_t)c->moe_hidden, Fs = (size_t)c->shared_hidden;

@@ -1,0 +1,105 @@
+/* fwd_impl.h - the forward pass's state shared by forward.c (create,
+ * embeddings, logits, prefill), fwd_weights.c (a layer's weights converted
+ * to f32), fwd_layer.c (one layer: norms, projections, attention, the MLP,
+ * hooks) and fwd_ops.c (what they share: timed runs, the projections' GEMM,
+ * row norms, checks); not an API (see forward.h).  Calls go one way:
+ * forward -> fwd_layer -> fwd_weights -> fwd_ops.
+ */
+#ifndef SS_FWD_IMPL_H
+#define SS_FWD_IMPL_H
+
+#include "engine/forward.h"
+#include "engine/attention.h"
+#include "util/pool.h"
+
+#define QBLOCK 32   /* queries per attention block */
+
+struct ss_fwd {
+	const ss_model *m;
+	const ss_config *c;
+	ss_fwd_opts o;
+	ss_pool *pool;
+	int nth;
+	long maxT, B;
+	long D, F, H, Hkv, hd, qdim, kvdim, qkvdim, half;
+	/* the current layer in f32 (cur = 1..L, 0 = none) */
+	int cur;
+	float *lw;
+	size_t lwn;             /* floats of one layer's f32 weights */
+	unsigned char *loaded;  /* resident: [L] layer l-1 converted */
+	float *head;            /* resident: lm_head in f32, converted once */
+	float *in_norm, *post_norm;  /* [D] */
+	float *wqkv, *bqkv;          /* [qkvdim, D], [qkvdim] (bias or NULL) */
+	float *wo, *bo;              /* [D, qdim], [D] */
+	float *qn, *kn;              /* [hd] */
+	float *wgu, *bgu;            /* [2F, D]: gate rows then up rows; [2F] */
+	float *wd, *bd;              /* [D, F], [D] */
+	float *in_norm_b, *post_norm_b; /* [D] LayerNorm biases */
+	float *ao_norm, *mo_norm;    /* [D] norms of the attention and MLP outputs */
+	float *qnf, *knf;            /* [qdim], [kvdim] whole-projection q/k norms */
+	float *router;               /* [E, D] */
+	float *ew;                   /* [E][2Fe + D rows]: gate, up [2Fe, D], then down [D, Fe] */
+	float *sgu, *sd, *sgate;     /* shared expert [2Fs, D], [D, Fs]; its gate [D] */
+	float *final_norm;           /* [D] */
+	float *final_norm_b;         /* [D] or NULL */
+	/* activations */
+	float *x;                    /* [maxT, D] prefill stream */
+	float *k, *v;                /* [maxT, kvdim] prefill keys/values */
+	float *q;                    /* [maxT, qdim] queries, then attention output */
+	float *qkv;                  /* [B, qkvdim] */
+	float *xn, *a, *mo;          /* [B, D] */
+	float *gu;                   /* [B, 2F] */
+	float *cs, *sn;              /* [maxT, half] RoPE tables */
+	float *inv_freq;             /* [half] */
+	float *cs_loc, *sn_loc, *inv_loc; /* the same for the local base (Gemma 3) or NULL */
+	const float *rcs, *rsn, *rinv;    /* the current layer's */
+	float *tbuf;                 /* Conv1D weights before their transposition */
+	long tbufn;
+	/* mixture of experts */
+	long E, K, Fe, Fs;
+	float *rl;                   /* [B, E] router logits */
+	int32_t *sel;                /* [B, K] chosen experts */
+	float *selw;                 /* [B, K] their weights */
+	long *idx;                   /* [B] tokens routed to one expert */
+	float *xe, *ye;              /* [B, D] their inputs, outputs */
+	int32_t *rec_e;              /* [T, K] of the current layer (prefill stats) or NULL */
+	float *rec_w;
+	double *recv;                /* [H, maxT] prefill sums */
+	float *rnorm;                /* [maxT] */
+	float *bnorm;                /* [B] scratch norms */
+	ss_attn *attn;
+	const ss_stats *st;          /* prefill's statistics (key selection) */
+	ss_fwd_times tm;
+};
+
+/* ---- fwd_ops.c ---- */
+/* pool_run(fn, ctx), its time added to *acc */
+void fwd_timed_run(ss_fwd *f, double *acc, ss_pool_fn fn, void *ctx);
+/* C [M, N] = A [M, K] W^T (+ bias [N]); W [N, K] in HF's layout; timed
+ * and counted in f->tm */
+void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
+              long ldw, float *C, long ldc, const float *bias);
+
+/* o = Norm(x): RMSNorm, or LayerNorm with bias b */
+void fwd_norm_row(const ss_fwd *f, float *o, const float *x, const float *w, const float *b, long n);
+/* an error naming the first non-finite norm[i] */
+int fwd_check_finite(const float *norm, long n, int l, const char *what, long t0, ss_err *e);
+/* the hook at point p; its nonzero return is an error */
+int fwd_hook(ss_fwd *f, int l, ss_hook_point p, long t0, long n, float *x, ss_err *e);
+
+/* ---- fwd_weights.c ---- */
+/* The layer buffer's layout: with p, point the layer weight pointers into
+ * it; returns its floats. */
+size_t fwd_layout(ss_fwd *f, float *p);
+/* make layer l (1..L) the current one, its weights converted to f32 */
+void fwd_load_layer(ss_fwd *f, int l);
+/* x[i] += 1 (Gemma's RMSNorm weights are 1 + w) */
+void fwd_plus1(float *x, long n);
+
+/* ---- fwd_layer.c ---- */
+/* fwd_layer, with resid_norm [n] (may be NULL): ||h[l]|| per position */
+int fwd_layer_run(ss_fwd *f, int l, float *x, long t0, long n, float *kc, float *vc,
+                  double *recv_sum, long ld, float *attn_norm, float *mlp_norm, float *resid_norm,
+                  ss_err *e);
+
+#endif

@@ -1,0 +1,84 @@
+/* fwd_ops.c - the operations every part of the forward pass shares (see
+ * fwd_impl.h): timed pool runs, the projections' GEMM, a row's norm, the
+ * finiteness check and the hook call. */
+#include "engine/fwd_impl.h"
+#include "engine/kernels.h"
+#include "util/progress.h"
+
+#include <cblas.h>
+#include <math.h>
+
+const char *const ss_hook_names[SS_HOOK_N] = {"resid", "attn_out", "mlp_in", "mlp_out"};
+
+/* ---- parallel helpers ------------------------------------------------ */
+
+typedef struct gemm_job {
+	long M, N, K;
+	const float *A; long lda;    /* [M, K] */
+	const float *W; long ldw;    /* [N, K] (HF weight layout) */
+	float *C; long ldc;          /* [M, N] = A W^T (+ bias) */
+	const float *bias;           /* [N] or NULL */
+} gemm_job;
+
+static void gemm_task(void *ctx, int tid, int nth)
+{
+	const gemm_job *j = ctx;
+	long m0 = 0, m1 = j->M, n0 = 0, n1 = j->N;
+	if (j->N >= 64L * nth)
+		pool_share(j->N, 16, tid, nth, &n0, &n1);   /* split the weight rows */
+	else
+		pool_share(j->M, 4, tid, nth, &m0, &m1);    /* small N: split tokens */
+	if (m1 <= m0 || n1 <= n0)
+		return;
+	if (m1 - m0 == 1) /* one token (decoding, re-runs): sgemm would pack W first */
+		cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0f,
+		            j->W + n0 * j->ldw, (int)j->ldw, j->A + m0 * j->lda, 1, 0.0f,
+		            j->C + m0 * j->ldc + n0, 1);
+	else
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(m1 - m0), (int)(n1 - n0), (int)j->K,
+	            1.0f, j->A + m0 * j->lda, (int)j->lda, j->W + n0 * j->ldw, (int)j->ldw, 0.0f,
+	            j->C + m0 * j->ldc + n0, (int)j->ldc);
+	if (j->bias)
+		for (long i = m0; i < m1; i++)
+			k_add(j->C + i * j->ldc + n0, j->bias + n0, n1 - n0);
+}
+
+void fwd_timed_run(ss_fwd *f, double *acc, ss_pool_fn fn, void *ctx)
+{
+	double t = ss_now();
+	pool_run(f->pool, fn, ctx);
+	*acc += ss_now() - t;
+}
+
+void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
+              long ldw, float *C, long ldc, const float *bias)
+{
+	gemm_job j = {M, N, K, A, lda, W, ldw, C, ldc, bias};
+	fwd_timed_run(f, &f->tm.linear, gemm_task, &j);
+	f->tm.linear_flop += 2.0 * (double)M * (double)N * (double)K;
+}
+
+/* o = Norm(x): RMSNorm, or LayerNorm with bias b */
+void fwd_norm_row(const ss_fwd *f, float *o, const float *x, const float *w, const float *b, long n)
+{
+	if (f->c->layer_norm)
+		ss_layernorm(o, x, w, b, n, f->c->eps);
+	else
+		ss_rmsnorm(o, x, w, n, f->c->eps);
+}
+
+int fwd_check_finite(const float *norm, long n, int l, const char *what, long t0, ss_err *e)
+{
+	for (long i = 0; i < n; i++)
+		if (!isfinite(norm[i]))
+			return ss_err_set(e, "layer %d: non-finite value in %s at position %ld", l, what, t0 + i);
+	return 0;
+}
+
+int fwd_hook(ss_fwd *f, int l, ss_hook_point p, long t0, long n, float *x, ss_err *e)
+{
+	if (f->o.hook(f->o.hook_ctx, l, p, t0, n, x, f->D))
+		return ss_err_set(e, "layer %d: stopped by the %s hook at positions %ld-%ld", l,
+		                  ss_hook_names[p], t0, t0 + n - 1);
+	return 0;
+}

@@ -1,0 +1,225 @@
+/* fwd_weights.c - a layer's weights converted to f32 into the layer
+ * buffer (fused q/k/v and gate/up blocks, NeoX's per-head rows reordered,
+ * GPT-2's Conv1D weights transposed, Gemma's 1 + w norms); see fwd_impl.h. */
+#include "engine/fwd_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- layer weights ----------------------------------------------------- */
+
+typedef struct conv_item { float *dst; const st_tensor *t; long off, n; } conv_item;
+typedef struct conv_job { conv_item *it; int n; } conv_job;
+
+static void conv_task(void *ctx, int tid, int nth)
+{
+	const conv_job *j = ctx;
+	for (int i = 0; i < j->n; i++) {
+		long lo, hi;
+		pool_share(j->it[i].n, 64, tid, nth, &lo, &hi);
+		if (hi > lo)
+			st_to_f32(j->it[i].dst + lo, j->it[i].t, j->it[i].off + lo, hi - lo);
+	}
+}
+
+/* dst [C, R] = the transpose of src [R, C] (GPT-2's Conv1D weights) */
+typedef struct tr_job { float *dst; const float *src; long R, C; } tr_job;
+
+static void tr_task(void *ctx, int tid, int nth)
+{
+	const tr_job *j = ctx;
+	long lo, hi;
+	pool_share(j->C, 32, tid, nth, &lo, &hi);
+	/* 32 x 32 tiles: both sides touch 32 cache lines per tile, not one per element */
+	for (long c0 = lo; c0 < hi; c0 += 32)
+		for (long r0 = 0; r0 < j->R; r0 += 32) {
+			long c1 = c0 + 32 < hi ? c0 + 32 : hi, r1 = r0 + 32 < j->R ? r0 + 32 : j->R;
+			for (long c = c0; c < c1; c++)
+				for (long r = r0; r < r1; r++)
+					j->dst[c * j->R + r] = j->src[r * j->C + c];
+		}
+}
+
+/* The layer buffer's layout: with p, point the layer weight pointers into
+ * it; returns its floats.  The five architectures of the paper come first,
+ * in their order; the other families' tensors follow. */
+size_t fwd_layout(ss_fwd *f, float *p)
+{
+	const ss_config *c = f->c;
+	size_t o = 0;
+	long Fd = c->n_experts ? 0 : f->F;   /* the dense MLP */
+#define TAKE(ptr, n) do { if (p) ptr = p + o; o += (size_t)(n); } while (0)
+	TAKE(f->wqkv, f->qkvdim * f->D);
+	TAKE(f->wo, f->D * f->qdim);
+	TAKE(f->wgu, 2 * Fd * f->D);
+	TAKE(f->wd, f->D * Fd);
+	TAKE(f->in_norm, f->D);
+	TAKE(f->post_norm, f->D);
+	TAKE(f->qn, f->hd);
+	TAKE(f->kn, f->hd);
+	TAKE(f->bqkv, f->qkvdim);
+	TAKE(f->bgu, 2 * Fd);
+	TAKE(f->bo, f->D);
+	TAKE(f->bd, f->D);
+	TAKE(f->in_norm_b, f->D);
+	TAKE(f->post_norm_b, f->D);
+	TAKE(f->ao_norm, f->D);
+	TAKE(f->mo_norm, f->D);
+	TAKE(f->qnf, f->qkvdim);
+	f->knf = f->qnf ? f->qnf + f->qdim : NULL;
+	if (c->n_experts) {
+		TAKE(f->router, f->E * f->D);
+		TAKE(f->ew, f->E * 3 * f->Fe * f->D);
+		TAKE(f->sgu, 2 * f->Fs * f->D);
+		TAKE(f->sd, f->D * f->Fs);
+		TAKE(f->sgate, f->D);
+	}
+#undef TAKE
+	if (!p)
+		return o;
+	if (!c->qkv_bias)
+		f->bqkv = NULL;
+	if (!c->o_bias)
+		f->bo = NULL;
+	if (!c->mlp_bias)
+		f->bgu = f->bd = NULL;
+	if (!c->layer_norm)
+		f->in_norm_b = f->post_norm_b = NULL;
+	return o;
+}
+
+/* x[i] += 1 (Gemma's RMSNorm weights are 1 + w) */
+void fwd_plus1(float *x, long n)
+{
+	for (long i = 0; i < n; i++)
+		x[i] += 1.0f;
+}
+
+void fwd_load_layer(ss_fwd *f, int l)
+{
+	if (f->cur == l)
+		return;
+	if (f->o.resident) { /* every layer has its own buffer, converted once */
+		fwd_layout(f, f->lw + (size_t)(l - 1) * f->lwn);
+		if (f->loaded[l - 1]) {
+			f->cur = l;
+			return;
+		}
+		f->loaded[l - 1] = 1;
+	}
+	const ss_layer_w *w = &f->m->layers[l - 1];
+	const ss_config *c = f->c;
+	enum { CAP = 128 };
+	conv_item it[CAP];
+	conv_item *tr[8];            /* Conv1D weights, converted into tbuf one by one */
+	int ntr = 0;
+	conv_job j = {.it = it, .n = 0};
+	long D = f->D;
+	/* a full list is converted and emptied (never with Conv1D weights: GPT-2's
+	 * layer has a dozen tensors) */
+#define ADDR(D_, T_, OFF, N) do { it[j.n].dst = (D_); it[j.n].t = (T_); it[j.n].off = (OFF); \
+	it[j.n].n = (N); if (++j.n == CAP) { fwd_timed_run(f, &f->tm.convert, conv_task, &j); j.n = 0; } \
+	} while (0)
+#define ADD(D_, T_) do { if (T_) ADDR(D_, T_, 0, (T_)->n); } while (0)
+	ADD(f->in_norm, w->in_norm);
+	ADD(f->post_norm, w->post_norm);
+	if (c->qkv_per_head) {
+		/* NeoX: rows [H][q k v][hd] -> [q of every head | k | v] */
+		for (long h = 0; h < f->H; h++)
+			for (long part = 0; part < 3; part++) {
+				float *dw = f->wqkv + (part * f->qdim + h * f->hd) * D;
+				ADDR(dw, w->wqkv, (h * 3 + part) * f->hd * D, f->hd * D);
+				if (w->bqkv)
+					ADDR(f->bqkv + part * f->qdim + h * f->hd, w->bqkv, (h * 3 + part) * f->hd, f->hd);
+			}
+	} else if (c->fused_qkv) {
+		ADD(f->wqkv, w->wqkv);
+		ADD(f->bqkv, w->bqkv);
+	} else {
+		ADD(f->wqkv, w->wq);
+		ADD(f->wqkv + f->qdim * f->D, w->wk);
+		ADD(f->wqkv + (f->qdim + f->kvdim) * f->D, w->wv);
+	}
+	if (c->qkv_bias && !c->fused_qkv) {
+		ADD(f->bqkv, w->bq);
+		ADD(f->bqkv + f->qdim, w->bk);
+		ADD(f->bqkv + f->qdim + f->kvdim, w->bv);
+	}
+	ADD(f->wo, w->wo);
+	ADD(f->bo, w->bo);
+	if (c->qk_norm_full) {
+		ADD(f->qnf, w->q_norm);
+		ADD(f->knf, w->k_norm);
+	} else {
+		ADD(f->qn, w->q_norm);
+		ADD(f->kn, w->k_norm);
+	}
+	if (c->fused_gate_up) {
+		ADD(f->wgu, w->w_gate_up);
+	} else if (c->ungated) {
+		ADD(f->wgu, w->w_up);
+	} else {
+		ADD(f->wgu, w->w_gate);
+		ADD(f->wgu + f->F * f->D, w->w_up);
+	}
+	if (c->mlp_bias) {
+		ADD(f->bgu, w->b_gate);
+		ADD(c->ungated ? f->bgu : f->bgu + f->F, w->b_up);
+		ADD(f->bd, w->b_down);
+	}
+	ADD(f->wd, w->w_down);
+	ADD(f->in_norm_b, w->in_norm_b);
+	ADD(f->post_norm_b, w->post_norm_b);
+	ADD(f->ao_norm, w->attn_out_norm);
+	ADD(f->mo_norm, w->mlp_out_norm);
+	ADD(f->router, w->router);
+	for (long x = 0; x < f->E; x++) {
+		float *ex = f->ew + x * 3 * f->Fe * D;
+		ADD(ex, w->e_gate[x]);
+		ADD(ex + f->Fe * D, w->e_up[x]);
+		ADD(ex + 2 * f->Fe * D, w->e_down[x]);
+	}
+	if (f->sgu) {
+		ADD(f->sgu, w->s_gate);
+		ADD(f->sgu + f->Fs * D, w->s_up);
+		ADD(f->sd, w->s_down);
+		ADD(f->sgate, w->s_router);
+	}
+#undef ADD
+#undef ADDR
+	if (c->conv1d)   /* stored [in, out]: converted into tbuf, transposed below */
+		for (int i = 0; i < j.n; i++)
+			if (it[i].t->rank == 2 && ntr < 8) {
+				tr[ntr++] = &it[i];
+			}
+	conv_job rest = {.it = it, .n = 0};
+	conv_item keep[CAP];
+	if (ntr) {   /* everything else first, then each Conv1D weight */
+		for (int i = 0; i < j.n; i++)
+			if (!(it[i].t->rank == 2))
+				keep[rest.n++] = it[i];
+		rest.it = keep;
+		fwd_timed_run(f, &f->tm.convert, conv_task, &rest);
+		for (int i = 0; i < ntr; i++) {
+			conv_item ci = *tr[i];
+			float *dst = ci.dst;
+			ci.dst = f->tbuf;
+			conv_job one = {.it = &ci, .n = 1};
+			fwd_timed_run(f, &f->tm.convert, conv_task, &one);
+			tr_job tj = {dst, f->tbuf, (long)ci.t->shape[0], (long)ci.t->shape[1]};
+			fwd_timed_run(f, &f->tm.convert, tr_task, &tj);
+		}
+	} else {
+		fwd_timed_run(f, &f->tm.convert, conv_task, &j);
+	}
+	if (c->norm_plus1) {
+		float *nw[] = {f->in_norm, f->post_norm, f->ao_norm, f->mo_norm};
+		for (int i = 0; i < 4; i++)
+			fwd_plus1(nw[i], D);
+		if (c->qk_norm) {
+			fwd_plus1(f->qn, f->hd);
+			fwd_plus1(f->kn, f->hd);
+		}
+	}
+	f->cur = l;
+}
