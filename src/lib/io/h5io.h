@@ -1,4 +1,5 @@
-/* h5io.h - HDF5 I/O.  The only module that includes hdf5.h.
+/* h5io.h - HDF5 I/O (h5io.c files, h5io_dset.c datasets, h5io_attr.c
+ * attributes).  The only module that includes hdf5.h.
  *
  * Paths: "-" for reading means a whole HDF5 file image on stdin (read into
  * memory and opened with the core driver, no temporary file); for writing
