@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "analysis/neighbours.h"
 #include "analysis/tsne.h"
 
 static uint64_t st = 12345;
@@ -48,7 +49,7 @@ static void test_perplexity(void **s)
 	int32_t *idx = malloc(n * k * sizeof *idx);
 	float *d2 = malloc(n * k * sizeof *d2), *P = malloc(n * k * sizeof *P);
 	ss_err e = {0};
-	assert_int_equal(tsne_knn(X, n, d, k, 1, 2, idx, d2, &e), 0);
+	assert_int_equal(knn_vptree(X, n, d, k, 1, 2, idx, d2, &e), 0);
 	/* the VP tree against brute force: the k-th distance of each row */
 	for (long i = 0; i < n; i += 37) {
 		double *all = malloc(n * sizeof *all);
@@ -78,7 +79,7 @@ static void test_perplexity(void **s)
 	/* the BLAS scan finds the same neighbours */
 	int32_t *idx2 = malloc(n * k * sizeof *idx2);
 	float *d22 = malloc(n * k * sizeof *d22);
-	assert_int_equal(tsne_knn_blas(X, n, d, k, 2, idx2, d22, &e), 0);
+	assert_int_equal(knn_scan(X, n, d, k, 2, idx2, d22, &e), 0);
 	long same = 0;
 	for (long i = 0; i < n * k; i++) {
 		same += idx[i] == idx2[i];

@@ -1,7 +1,8 @@
 /* knn.h - separability of labelled groups: leave-one-out k-NN accuracy and
  * the silhouette coefficient (Rousseeuw 1987), Euclidean distances.
  *
- * Distances come from blocked dgemm in double: |x|^2 + |y|^2 - 2 x.y.
+ * Distances come from the f64 distance scan of neighbours.h (blocked dgemm:
+ * |x|^2 + |y|^2 - 2 x.y).
  * Labels are small non-negative integers; rows with label < 0 are ignored.
  */
 #ifndef SS_KNN_H
