@@ -1,0 +1,325 @@
+/* attn_block.c - attention's packed tiles (keys and values packed into
+ * panels, the register-blocked QK^T and PV kernels, the online softmax)
+ * and the few-query path; see attention.c for the scheme. */
+#include "engine/attn_impl.h"
+#include "engine/kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+/* keys and values of panels [p0, p1) of every KV head into a->kp, a->vp
+ * (zeros beyond the keys given and beyond hd) */
+void attn_pack_task(void *ctx, int tid, int nth)
+{
+	ss_attn *a = ctx;
+	long keys = a->t0 + a->n, hd = a->hd, p0 = 0, lo, hi;
+	if (a->window && a->t0 - a->window + 1 > 0)   /* the first block's first key */
+		p0 = (a->t0 - a->window + 1) / NP;
+	long np = (keys + NP - 1) / NP - p0;
+	pool_share(a->Hkv * np, 1, tid, nth, &lo, &hi);
+	for (long it = lo; it < hi; it++) {
+		long h = it / np, pn = p0 + it % np;
+		float *kd = a->kp + (h * a->np + pn) * hd * NP;
+		for (long i = 0; i < NP; i++) {
+			long j = pn * NP + i;
+			const float *k = a->kc + j * a->kvdim + h * hd, *v = a->vc + j * a->kvdim + h * hd;
+			for (long d = 0; d < hd; d++)
+				kd[d * NP + i] = j < keys ? k[d] : 0.0f;
+			for (long c = 0; c < a->hdp; c++)
+				a->vp[((h * (a->hdp / NP) + c / NP) * a->np * NP + j) * NP + c % NP] =
+				        j < keys && c < hd ? v[c] : 0.0f;
+		}
+	}
+}
+
+#ifdef __AVX2__
+/* s[i][0..15] = scale * sum_d q[i][d] kp[d][0..15] for rows i < nr */
+static inline __attribute__((always_inline)) void qk_avx(const int nr, const float *q, long hd,
+                                                         const float *kp, float *s, long lds, float scale)
+{
+	__m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++)
+		c0[i] = c1[i] = _mm256_setzero_ps();
+#pragma GCC unroll 4   /* not unrolled, the loop ran at 2/3 of the speed */
+	for (long d = 0; d < hd; d++) {
+		__m256 b0 = _mm256_loadu_ps(kp + d * NP), b1 = _mm256_loadu_ps(kp + d * NP + 8);
+#pragma GCC unroll 6
+		for (int i = 0; i < nr; i++) {
+			__m256 x = _mm256_broadcast_ss(q + i * hd + d);
+			c0[i] = _mm256_fmadd_ps(x, b0, c0[i]);
+			c1[i] = _mm256_fmadd_ps(x, b1, c1[i]);
+		}
+	}
+	__m256 sc = _mm256_set1_ps(scale);
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++) {
+		_mm256_storeu_ps(s + i * lds, _mm256_mul_ps(c0[i], sc));
+		_mm256_storeu_ps(s + i * lds + 8, _mm256_mul_ps(c1[i], sc));
+	}
+}
+
+/* o[i][0..15] = al[i] o[i][..] + sum_{j<w} p[i][j] v[j][0..15] for rows i < nr */
+static inline __attribute__((always_inline)) void pv_avx(const int nr, const float *p, long ldp, const float *v,
+                                                         long w, float *o, long ldo, const float *al)
+{
+	__m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++) {
+		__m256 f = _mm256_set1_ps(al[i]);
+		c0[i] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo), f);
+		c1[i] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo + 8), f);
+	}
+#pragma GCC unroll 4
+	for (long j = 0; j < w; j++) {
+		__m256 b0 = _mm256_loadu_ps(v + j * NP), b1 = _mm256_loadu_ps(v + j * NP + 8);
+#pragma GCC unroll 6
+		for (int i = 0; i < nr; i++) {
+			__m256 x = _mm256_broadcast_ss(p + i * ldp + j);
+			c0[i] = _mm256_fmadd_ps(x, b0, c0[i]);
+			c1[i] = _mm256_fmadd_ps(x, b1, c1[i]);
+		}
+	}
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++) {
+		_mm256_storeu_ps(o + i * ldo, c0[i]);
+		_mm256_storeu_ps(o + i * ldo + 8, c1[i]);
+	}
+}
+#endif
+
+/* the same in portable C, any number of rows and columns */
+static void qk_c(int nr, const float *q, long hd, const float *kp, float *s, long lds, float scale)
+{
+	for (int i = 0; i < nr; i++)
+		for (int c = 0; c < NP; c++) {
+			float acc = 0;
+			for (long d = 0; d < hd; d++)
+				acc += q[i * hd + d] * kp[d * NP + c];
+			s[i * lds + c] = acc * scale;
+		}
+}
+
+static void pv_c(int nr, const float *p, long ldp, const float *v, long w, float *o, long ldo, const float *al)
+{
+	for (int i = 0; i < nr; i++)
+		for (int c = 0; c < NP; c++) {
+			float acc = o[i * ldo + c] * al[i];
+			for (long j = 0; j < w; j++)
+				acc += p[i * ldp + j] * v[j * NP + c];
+			o[i * ldo + c] = acc;
+		}
+}
+
+/* S rows x0.. (nr of them) against one panel of NP keys */
+static void qk(int nr, const float *q, long hd, const float *kp, float *s, long lds, float scale)
+{
+#ifdef __AVX2__
+	switch (nr) {
+	case 6: qk_avx(6, q, hd, kp, s, lds, scale); return;
+	case 5: qk_avx(5, q, hd, kp, s, lds, scale); return;
+	case 4: qk_avx(4, q, hd, kp, s, lds, scale); return;
+	case 3: qk_avx(3, q, hd, kp, s, lds, scale); return;
+	case 2: qk_avx(2, q, hd, kp, s, lds, scale); return;
+	case 1: qk_avx(1, q, hd, kp, s, lds, scale); return;
+	}
+#endif
+	qk_c(nr, q, hd, kp, s, lds, scale);
+}
+
+/* O rows (nr of them) = O al + P V over one panel of NP columns */
+static void pv(int nr, const float *p, long ldp, const float *v, long w, float *o, long ldo, const float *al)
+{
+#ifdef __AVX2__
+	switch (nr) {
+	case 6: pv_avx(6, p, ldp, v, w, o, ldo, al); return;
+	case 5: pv_avx(5, p, ldp, v, w, o, ldo, al); return;
+	case 4: pv_avx(4, p, ldp, v, w, o, ldo, al); return;
+	case 3: pv_avx(3, p, ldp, v, w, o, ldo, al); return;
+	case 2: pv_avx(2, p, ldp, v, w, o, ldo, al); return;
+	case 1: pv_avx(1, p, ldp, v, w, o, ldo, al); return;
+	}
+#endif
+	pv_c(nr, p, ldp, v, w, o, ldo, al);
+}
+
+/* ---- one work item ----------------------------------------------------- */
+
+/* the queries of rows r0..r0+nb-1 for the g heads of KV head kvh, stacked
+ * head by head into p->qg */
+void attn_gather_q(const ss_attn *a, attn_thread *p, long r0, long nb, long kvh)
+{
+	long g = a->g, hd = a->hd;
+	for (long r = 0; r < g; r++)
+		for (long i = 0; i < nb; i++)
+			memcpy(p->qg + (r * nb + i) * hd, a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd,
+			       (size_t)hd * 4);
+}
+
+/* the block's column sums p->csum [g, nk] (keys k0..k0+nk-1) into p->acc */
+void attn_add_csum(const ss_attn *a, attn_thread *p, long kvh, long k0, long nk)
+{
+	for (long r = 0; r < a->g; r++) {
+		double *acc = p->acc + (kvh * a->g + r) * a->maxT + k0;
+		const float *cs = p->csum + r * nk;
+		for (long j = 0; j < nk; j++)
+			acc[j] += cs[j];
+	}
+}
+
+/* the output rows p->og (ldo floats apart) times scale[x] back into q */
+void attn_put_out(const ss_attn *a, const attn_thread *p, long r0, long nb, long kvh, long ldo,
+                    const float *scale)
+{
+	long g = a->g, hd = a->hd;
+	for (long r = 0; r < g; r++)
+		for (long i = 0; i < nb; i++) {
+			long x = r * nb + i;
+			float *o = a->q + (r0 + i) * a->qdim + (kvh * g + r) * hd;
+			const float *src = p->og + x * ldo;
+			for (long k = 0; k < hd; k++)
+				o[k] = src[k] * scale[x];
+		}
+}
+
+/* keys 0..top-1 of a tile (from key k0) seen by some row of x0..x0+nr-1 */
+static long tile_top(long x0, int nr, long nb, long qs, long k0, long w)
+{
+	long top = 0;
+	for (int i = 0; i < nr; i++) {
+		long v = qs + (x0 + i) % nb + 1 - k0;
+		top = v > top ? v : top;
+	}
+	return top < w ? top : w;
+}
+
+/* One query block (rows r0..r1-1 of q) against KV head kvh. */
+void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
+{
+	long g = a->g, hd = a->hd, hdp = a->hdp, nb = r1 - r0, R = g * nb, kt = a->kt;
+	long qs = a->t0 + r0, qe = a->t0 + r1;          /* absolute positions */
+	long klo = a->window && qs - a->window + 1 > 0 ? qs - a->window + 1 : 0;
+	long kb = klo / NP * NP, nk = qe - kb;          /* keys kb..qe-1, tiles from kb */
+	long nt = (nk + kt - 1) / kt;
+	const float *kp = a->kp + (kvh * a->np + kb / NP) * hd * NP;
+	const float *vp = a->vp + (kvh * (hdp / NP) * a->np * NP + kb) * NP;
+	attn_gather_q(a, p, r0, nb, kvh);
+	for (long x = 0; x < R; x++) {
+		p->mx[x] = -INFINITY;
+		p->l[x] = 0;
+	}
+	memset(p->og, 0, sizeof(float) * (size_t)(R * hdp));
+	for (long t = 0; t < nt; t++) {
+		long c0 = t * kt, c1 = c0 + kt < nk ? c0 + kt : nk, w = c1 - c0;
+		float *st = p->s + t * R * kt, *sl = p->sl;
+		/* S = scale Qg K^T into the L2 tile (stores into the block's
+		 * buffer itself waited on memory at T >= 8192), four panels of keys (16 KiB at hd 64) against
+		 * each group of rows in turn; the keys after a group's last
+		 * position are masked for all of it: not computed */
+		for (long j0 = 0; j0 < w; j0 += 4 * NP)
+			for (long x0 = 0; x0 < R; x0 += MR) {
+				int nr = R - x0 < MR ? (int)(R - x0) : MR;
+				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
+				for (long j = j0; j < j0 + 4 * NP && j < top; j += NP)
+					qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, sl + x0 * kt + j, kt, a->scale);
+			}
+		/* the online softmax, P~ into the block's buffer */
+		for (long x = 0; x < R; x++) {
+			float *row = st + x * kt, *sr = sl + x * kt;
+			long pos = qs + x % nb;
+			/* visible keys of this row within the tile, relative to the tile */
+			long vlo = (a->window && pos - a->window + 1 > klo ? pos - a->window + 1 : klo) - kb - c0;
+			long vhi = pos + 1 - kb - c0;
+			vlo = vlo < 0 ? 0 : vlo;
+			vhi = vhi > w ? w : vhi;
+			if (vhi <= vlo) {
+				memset(row, 0, sizeof(float) * (size_t)w);
+				p->mu[x * a->ntile + t] = -INFINITY;
+				p->al[x] = 1;
+				continue;
+			}
+			if (vlo > 0)
+				memset(row, 0, sizeof(float) * (size_t)vlo);
+			if (vhi < w)
+				memset(row + vhi, 0, sizeof(float) * (size_t)(w - vhi));
+			if (a->softcap > 0)
+				k_softcap(sr + vlo, vhi - vlo, a->softcap);
+			float m = k_max(sr + vlo, vhi - vlo), mo = p->mx[x];
+			m = m > mo ? m : mo;
+			double sum = k_exp_shift_to(row + vlo, sr + vlo, vhi - vlo, m);
+			float al = mo == -INFINITY ? 0.0f : expf(mo - m);
+			p->l[x] = p->l[x] * (double)al + sum;
+			p->al[x] = al;
+			p->mx[x] = m;
+			p->mu[x * a->ntile + t] = m;
+		}
+		/* O = O a + P~ V, a panel of 16 value columns (16 KiB) against each
+		 * group of rows in turn, over the keys some row of the group sees */
+		for (long c = 0; c < hdp; c += NP)
+			for (long x0 = 0; x0 < R; x0 += MR) {
+				int nr = R - x0 < MR ? (int)(R - x0) : MR;
+				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
+				pv(nr, st + x0 * kt, kt, vp + (c * a->np + c0) * NP, top, p->og + x0 * hdp + c, hdp,
+				   p->al + x0);
+			}
+	}
+	/* the output: O / l */
+	for (long x = 0; x < R; x++)
+		p->al[x] = (float)(1.0 / p->l[x]);
+	attn_put_out(a, p, r0, nb, kvh, hdp, p->al);
+	if (!a->recv_sum)
+		return;
+	/* recv: column sums of the exact probabilities, float over the block */
+	memset(p->csum, 0, sizeof(float) * (size_t)(g * nk));
+	for (long t = 0; t < nt; t++) {
+		long c0 = t * kt, c1 = c0 + kt < nk ? c0 + kt : nk, w = c1 - c0;
+		for (long x = 0; x < R; x++) {
+			float mu = p->mu[x * a->ntile + t];
+			if (mu == -INFINITY)
+				continue;
+			float f = (float)((double)expf(mu - p->mx[x]) / p->l[x]);
+			k_axpy(p->csum + (x / nb) * nk + c0, p->s + (t * R + x) * kt, w, f);
+		}
+	}
+	attn_add_csum(a, p, kvh, kb, nk);
+}
+
+/* A few queries (decoding, re-runs): packing all the keys would cost more
+ * than the products, so the block's rows (rows r0..r1-1 of q) against KV
+ * head kvh go through two sgemm calls over the keys in place, with the
+ * same exact softmax (max, exp, masked keys 0) and column sums. */
+void attn_block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
+{
+	long g = a->g, hd = a->hd, nb = r1 - r0, R = g * nb;
+	long qs = a->t0 + r0, qe = a->t0 + r1;
+	long klo = a->window && qs - a->window + 1 > 0 ? qs - a->window + 1 : 0, nk = qe - klo;
+	attn_gather_q(a, p, r0, nb, kvh);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)nk, (int)hd, a->scale, p->qg, (int)hd,
+	            a->kc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->s, (int)nk);
+	if (a->recv_sum)
+		memset(p->csum, 0, sizeof(float) * (size_t)(g * nk));
+	for (long x = 0; x < R; x++) {
+		float *row = p->s + x * nk;
+		long pos = qs + x % nb;
+		long jlo = a->window && pos - a->window + 1 > klo ? pos - a->window + 1 : klo, jhi = pos + 1;
+		float *v = row + (jlo - klo);
+		if (a->softcap > 0)
+			k_softcap(v, jhi - jlo, a->softcap);
+		float mx = k_max(v, jhi - jlo);
+		float inv = (float)(1.0 / k_exp_shift_to(v, v, jhi - jlo, mx));
+		p->mx[x] = inv;
+		memset(row, 0, sizeof(float) * (size_t)(jlo - klo));
+		memset(row + (jhi - klo), 0, sizeof(float) * (size_t)(qe - jhi));
+		if (a->recv_sum)
+			k_axpy(p->csum + (x / nb) * nk + (jlo - klo), v, jhi - jlo, inv);
+	}
+	if (a->recv_sum)
+		attn_add_csum(a, p, kvh, klo, nk);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, (int)hd, (int)nk, 1.0f, p->s, (int)nk,
+	            a->vc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->og, (int)hd);
+	attn_put_out(a, p, r0, nb, kvh, hd, p->mx);
+}

@@ -1,0 +1,71 @@
+/* attn_impl.h - the attention module's private state and the work items
+ * its files share (attention.c: lifecycle and runs; attn_block.c: packed
+ * tiles and the few-query path; attn_sel.c: key selections and
+ * measurements).  Not for use outside engine/attention*.c. */
+#ifndef SS_ATTN_IMPL_H
+#define SS_ATTN_IMPL_H
+
+#include "engine/attention.h"
+
+
+#define KTILE 256   /* keys per tile: 32 x 7 rows x 256 floats = 224 KiB */
+#define PACK_MIN 24   /* rows (queries x group) from which keys are packed */
+#define MR 6        /* rows per kernel call */
+#define NP 16       /* keys per packed panel */
+
+typedef struct attn_thread {
+	float *qg, *og;   /* [g * qblock, hd] */
+	float *s;         /* [ntile, g * qblock, kt] P~ of the current block */
+	float *sl;        /* [g * qblock, kt] the scores of one tile (in L2) */
+	float *csum;      /* [g, maxT] */
+	float *mx, *al;   /* [g * qblock] row max; rescale factor of the tile */
+	float *mu;        /* [g * qblock, ntile] shifts */
+	double *l;        /* [g * qblock] softmax denominators */
+	double *acc;      /* [H, maxT] */
+	/* selections (block_sel), grown by sel_buffers */
+	float *gk, *gv;   /* [kcap, hd] gathered keys and values */
+	float *ss;        /* [g * qblock, kcap + maxT] scores */
+	float *gcs;       /* [g, kcap + maxT] column sums */
+	double *cum;      /* [3, maxT + 1] a row's probabilities summed by class */
+	double *lost;     /* [mcap * 3] */
+} attn_thread;
+
+struct ss_attn {
+	long H, Hkv, g, hd, qdim, kvdim, maxT, qb, window, kt, ntile;
+	long hdp, np;     /* hd rounded up to NP; key panels (maxT rounded up) */
+	int nth;
+	float scale;
+	float softcap;    /* scores -> softcap tanh(scores / softcap); 0: none */
+	attn_thread *th;
+	float *kp;        /* [Hkv, np, hd, NP] keys: kp[h][j/16][d][j%16] */
+	float *vp;        /* [Hkv, hdp / NP, np * NP, NP] values: [h][c/16][j][c%16] */
+	/* the current run */
+	float *q;
+	const float *kc, *vc;
+	long t0, n;
+	double *recv_sum;
+	long ld;
+	const ss_attn_sel *sel;
+	const ss_attn_meas *meas;
+	long kcap;        /* kept keys the selection buffers hold (-1: none yet) */
+	int mcap;         /* measured selections lost[] holds */
+};
+
+/* keys and values of every KV head packed into a->kp, a->vp (pool task) */
+void attn_pack_task(void *ctx, int tid, int nth);
+/* the queries of rows r0..r0+nb-1 for the g heads of KV head kvh, stacked
+ * head by head into p->qg */
+void attn_gather_q(const ss_attn *a, attn_thread *p, long r0, long nb, long kvh);
+/* the block's column sums p->csum [g, nk] (keys k0..k0+nk-1) into p->acc */
+void attn_add_csum(const ss_attn *a, attn_thread *p, long kvh, long k0, long nk);
+/* the output rows p->og (ldo floats apart) times scale[x] back into q */
+void attn_put_out(const ss_attn *a, const attn_thread *p, long r0, long nb, long kvh, long ldo,
+                  const float *scale);
+/* one query block (rows r0..r1-1 of q) against KV head kvh: packed tiles
+ * (attn_block), a few queries through sgemm (attn_block_few), under a key
+ * selection or a measurement (attn_block_sel) */
+void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh);
+void attn_block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh);
+void attn_block_sel(ss_attn *a, attn_thread *p, long r0, long r1, long kvh);
+
+#endif
