@@ -1,5 +1,6 @@
 /* opt.c - options and YAML config; see opt.h. */
 #include "util/opt.h"
+#include "util/cpu.h"
 #include "util/par.h"
 
 #include <ctype.h>
@@ -403,6 +404,8 @@ int ss_opt_parse(const ss_prog *p, int argc, char **argv, ss_err *e)
 		if (store(p, o, optarg, 0, NULL, e))
 			goto done;
 	}
+	if (ss_cpu_check(e) < 0)   /* SINKSCOPE_ISA (util/cpu.h), as a usage error */
+		goto done;
 	rc = optind;
 done:
 	free(lo);
