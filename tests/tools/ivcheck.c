@@ -11,7 +11,9 @@
  *     the same with a bf16 cache (1e-2: the keys and values are rounded)
  *     and resident layer weights;
  *  2. prefill of T/2 then dec_step one token at a time: the last logits
- *     equal a prefill of all T (f32 cache 1e-5, bf16 cache 2e-2);
+ *     equal a prefill of all T (f32 cache 1e-5, bf16 cache 2e-2), also
+ *     with resident weights and an f32 cache (1e-5: a bf16 model's
+ *     weights kept in bf16 are its own values);
  *  3. dec_mlp on the captured mlp_in rows gives the captured mlp_out;
  *  4. dec_queries with the cached keys gives the attention received by the
  *     last key from the last query, as the prefill's recv (1e-5). */
@@ -85,14 +87,17 @@ int main(int argc, char **argv)
 		full.h[w] = calloc((size_t)(L + 1) * T * D, sizeof(float));
 	}
 	ss_dec_opts o = {.threads = 1, .hook = cap_hook, .hook_ctx = &base};
-	ss_dec dc, df, db;
-	ss_dec_opts of = o, ob = o;
+	ss_dec dc, df, db, dr;
+	ss_dec_opts of = o, ob = o, orr = o;
+	orr.resident = 1;
+	orr.hook = NULL;
 	of.hook_ctx = &full;
 	ob.kv_dtype = SS_KV_BF16;
 	ob.resident = 1; /* and every layer's weights kept */
 	ob.hook = NULL;
 	if (dec_create(&dc, &m, T, &o, &e) < 0 || dec_create(&df, &m, T, &of, &e) < 0 ||
-	    dec_create(&db, &m, T, &ob, &e) < 0 || dec_prefill(&dc, ids, T, NULL, NULL, &e) < 0 ||
+	    dec_create(&db, &m, T, &ob, &e) < 0 || dec_create(&dr, &m, T, &orr, &e) < 0 ||
+	    dec_prefill(&dc, ids, T, NULL, NULL, &e) < 0 ||
 	    dec_prefill(&db, ids, T, NULL, NULL, &e) < 0) {
 		fprintf(stderr, "ivcheck: %s\n", e.msg);
 		return 1;
@@ -149,9 +154,11 @@ int main(int argc, char **argv)
 
 	/* 2. decode vs prefill */
 	float *lp = malloc(V * sizeof *lp), *ls_ = malloc(V * sizeof *ls_);
-	for (int dt = 0; dt < 2; dt++) {
-		ss_dec *d = dt ? &db : &df;
-		if (dec_prefill(d, ids, T, NULL, lp, &e) < 0 || dec_prefill(d, ids, T / 2, NULL, NULL, &e) < 0) {
+	for (int dt = 0; dt < 3; dt++) {
+		ss_dec *d = dt == 2 ? &dr : dt ? &db : &df;
+		/* the reference: a prefill of all T through the plain path (df) */
+		if (dec_prefill(dt == 2 ? &df : d, ids, T, NULL, lp, &e) < 0 ||
+		    dec_prefill(d, ids, T / 2, NULL, NULL, &e) < 0) {
 			fprintf(stderr, "ivcheck: %s\n", e.msg);
 			return 1;
 		}
@@ -161,8 +168,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		double err = relerr(ls_, lp, V);
-		ok(err <= (dt ? 2e-2 : 1e-5), "decode one token at a time equals prefill logits (%s cache)",
-		   dt ? "bf16" : "f32", err);
+		ok(err <= (dt == 1 ? 2e-2 : 1e-5), "decode one token at a time equals prefill logits (%s)",
+		   dt == 2 ? "f32 cache, resident weights" : dt ? "bf16 cache" : "f32 cache", err);
 	}
 
 	/* 3. the MLP alone */
@@ -220,6 +227,7 @@ int main(int argc, char **argv)
 	dec_free(&dc);
 	dec_free(&df);
 	dec_free(&db);
+	dec_free(&dr);
 	model_free(&m);
 	for (int w = 0; w < SS_HOOK_N; w++) {
 		free(base.h[w]);

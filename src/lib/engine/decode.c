@@ -57,7 +57,7 @@ static int dec_kv(void *ctx, int layer, long t0, long n, const float *k, const f
 
 double dec_resident_bytes(const ss_model *m)
 {
-	return (double)model_layer_f32_bytes(&m->c) * m->c.n_layers + 4.0 * m->c.vocab * m->c.dim;
+	return fwd_resident_bytes(m);
 }
 
 int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_err *e)
@@ -66,7 +66,8 @@ int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_
 	*d = (ss_dec){.m = m, .cap = cap, .hook = o->hook, .hook_ctx = o->hook_ctx};
 	long kvd = c->n_kv_heads * c->head_dim;
 	ss_fwd_opts fo = {.threads = o->threads, .block = o->block, .hook = dec_hook, .hook_ctx = d,
-	                  .kv = dec_kv, .kv_ctx = d, .resident = o->resident};
+	                  .kv = dec_kv, .kv_ctx = d, .resident = o->resident,
+	                  .resident_f32 = o->resident_f32};
 	if (kv_init(&d->kv, c->n_layers, cap, c->n_kv_heads, c->head_dim, o->kv_dtype, e) < 0)
 		return -1;
 	if (fwd_create(&d->f, m, &fo, cap, e) < 0)

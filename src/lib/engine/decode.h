@@ -44,8 +44,9 @@ typedef struct ss_dec_opts {
 	int threads;
 	long block;           /* fwd block; 0 = default */
 	ss_kv_dtype kv_dtype;
-	int resident;         /* keep every layer's f32 weights (fast decoding;
-	                         L layer buffers, see dec_resident_bytes) */
+	int resident;         /* keep every layer's weights (fast decoding: bf16
+	                         for a bf16 model, else f32; see dec_resident_bytes) */
+	int resident_f32;     /* ... in f32 whatever the dtype (benchmarks) */
 	ss_hook_fn hook;      /* optional observer/intervener after the interventions */
 	void *hook_ctx;
 } ss_dec_opts;
@@ -72,7 +73,7 @@ typedef struct ss_dec {
 	int mlp_layer;
 } ss_dec;
 
-/* Bytes of f32 weights that resident decoding holds (all layers, lm_head). */
+/* Bytes of weights that resident decoding holds (fwd_resident_bytes). */
 double dec_resident_bytes(const ss_model *m);
 
 /* A dec for sequences of up to cap positions. */

@@ -34,6 +34,24 @@ double fwd_times_parts(const ss_fwd_times *t)
 }
 /* ---- create / free ----------------------------------------------------- */
 
+int fwd_resident_bf16(const ss_model *m)
+{
+	return !strcmp(m->weight_dtype, "bf16") && !m->c.n_experts;
+}
+
+double fwd_resident_bytes(const ss_model *m)
+{
+	const ss_config *c = &m->c;
+	double L = (double)c->n_layers, per = (double)model_layer_f32_bytes(c);
+	if (!fwd_resident_bf16(m))
+		return per * L + 4.0 * c->vocab * c->dim;
+	/* matrices in bf16, lm_head read in place; one f32 layer as scratch */
+	long qkv = (c->n_heads + 2 * c->n_kv_heads) * c->head_dim;
+	double mats = (double)qkv * c->dim + (double)c->dim * c->n_heads * c->head_dim +
+	              3.0 * c->hidden * c->dim;   /* gate/up room [2F, D] even when ungated */
+	return 2.0 * mats * L + per;
+}
+
 static void dims(const ss_config *c, long *qdim, long *kvdim, long *half)
 {
 	*qdim = c->n_heads * c->head_dim;
@@ -105,12 +123,19 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 	if (pool_create(&f->pool, f->nth, e) < 0)
 		goto fail;
 	f->lwn = fwd_layout(f, NULL);
-	if (!(f->lw = ss_malloc_big(f->lwn * (f->o.resident ? c->n_layers : 1), sizeof(float),
+	int rb = f->o.resident && !f->o.resident_f32 && fwd_resident_bf16(m);
+	if (!(f->lw = ss_malloc_big(f->lwn * (f->o.resident && !rb ? c->n_layers : 1), sizeof(float),
 	                            "layer weights (f32)", e)))
 		goto fail;
 	if (f->o.resident && !(f->loaded = ss_calloc(c->n_layers, 1, "layer flags", e)))
 		goto fail;
 	fwd_layout(f, f->lw);
+	if (rb) {
+		f->nmat = (size_t)(f->wd + f->D * f->F - f->lw);
+		if (!(f->rb = ss_malloc_big(f->nmat * c->n_layers, sizeof *f->rb, "layer weights (bf16)", e)) ||
+		    !(f->rsm = ss_malloc((f->lwn - f->nmat) * c->n_layers, sizeof *f->rsm, "layer weights", e)))
+			goto fail;
+	}
 	long T = max_T, B = f->B;
 	if (!(f->x = ss_malloc_big((size_t)(T * f->D), 4, "residual stream", e)) ||
 	    !(f->k = ss_malloc_big((size_t)(T * f->kvdim), 4, "keys", e)) ||
@@ -209,6 +234,8 @@ void fwd_free(ss_fwd *f)
 	free(f->ye);
 	free(f->loaded);
 	free(f->head);
+	free(f->rb);
+	free(f->rsm);
 	free(f);
 }
 int fwd_embed(ss_fwd *f, const int32_t *ids, long t0, long n, float *x, ss_err *e)
@@ -245,6 +272,11 @@ int fwd_logits(ss_fwd *f, const float *x, long n, float *logits, ss_err *e)
 	for (long i = 0; i < n; i++)
 		fwd_norm_row(f, xn + i * D, x + i * D, f->final_norm, f->final_norm_b, D);
 	const st_tensor *W = f->m->lm_head;
+	if (f->rb && W->dtype == ST_BF16 && !((uintptr_t)W->data & 1)) {   /* in place, a row at a time */
+		for (long i = 0; i < n; i++)
+			fwd_gemv_bf16(f, V, D, xn + i * D, W->data, logits + i * V);
+		goto cap;
+	}
 	float *wb = NULL;
 	if (W->dtype != ST_F32 || ((uintptr_t)W->data & 3)) {
 		if (!(wb = ss_malloc((size_t)((chunk < V ? chunk : V) * D), 4, "lm_head block", e))) {
@@ -268,10 +300,11 @@ int fwd_logits(ss_fwd *f, const float *x, long n, float *logits, ss_err *e)
 		}
 		fwd_gemm(f, n, nv, D, xn, D, w, D, logits + v0, V, NULL);
 	}
+	free(wb);
+cap:
 	if (f->c->final_softcap > 0)   /* Gemma 2: cap tanh(logits / cap) */
 		for (long i = 0; i < n; i++)
 			k_softcap(logits + i * V, V, (float)f->c->final_softcap);
-	free(wb);
 	free(xn);
 	return 0;
 }

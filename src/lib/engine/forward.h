@@ -86,8 +86,11 @@ typedef struct ss_fwd_opts {
 	void *hook_ctx;
 	ss_kv_fn kv;              /* NULL: keys/values dropped after each layer */
 	void *kv_ctx;
-	int resident;             /* keep every layer's f32 weights (and lm_head's)
-	                             once converted (decoding): n_layers layer buffers */
+	int resident;             /* keep every layer's weights once converted, and
+	                             lm_head's (decoding): bf16 ones in bf16, others
+	                             in f32 (fwd_resident_bf16) */
+	int resident_f32;         /* resident weights in f32 whatever their dtype
+	                             (the former decoding path: benchmarks) */
 	int keep_head;            /* keep lm_head's f32 weights once converted (many
 	                             fwd_logits calls: kvevict): vocab x dim floats */
 	ss_select_fn select;      /* NULL: every key (the plain path) */
@@ -152,6 +155,14 @@ double fwd_times_parts(const ss_fwd_times *t);
 /* query-key pairs that causal attention scores for queries t0..t0+n-1
  * (query i sees min(i + 1, window) keys; window 0: no window) */
 double fwd_attention_pairs(long window, long t0, long n);
+
+/* Resident weights (ss_fwd_opts.resident): a model whose weights are all
+ * bf16 (and not a mixture of experts) keeps every layer's matrices in bf16
+ * (exactly its own values) and reads them in place for one token (gemv.h),
+ * widening a layer to f32 only for passes over many tokens; lm_head is read
+ * from the mapping.  Others keep f32.  fwd_resident_bytes: what either holds. */
+int fwd_resident_bf16(const ss_model *m);
+double fwd_resident_bytes(const ss_model *m);
 
 /* Bytes of memory the forward pass allocates for T tokens (excluding the
  * mapped weights and any caller buffers). */

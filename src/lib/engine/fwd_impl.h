@@ -28,6 +28,14 @@ struct ss_fwd {
 	size_t lwn;             /* floats of one layer's f32 weights */
 	unsigned char *loaded;  /* resident: [L] layer l-1 converted */
 	float *head;            /* resident: lm_head in f32, converted once */
+	/* resident in bf16 (fwd_resident_bf16): every layer's matrices (the first
+	 * nmat floats of the layout) rounded back to bf16, exactly, and its other
+	 * weights in f32; lw is then the addressing base and the f32 scratch of
+	 * a pass over many tokens (mats: the layer whose matrices it holds) */
+	uint16_t *rb;           /* [L, nmat] */
+	float *rsm;             /* [L, lwn - nmat] */
+	size_t nmat;
+	int mats;
 	float *in_norm, *post_norm;  /* [D] */
 	float *wqkv, *bqkv;          /* [qkvdim, D], [qkvdim] (bias or NULL) */
 	float *wo, *bo;              /* [D, qdim], [D] */
@@ -79,6 +87,10 @@ void fwd_timed_run(ss_fwd *f, double *acc, ss_pool_fn fn, void *ctx);
  * and counted in f->tm */
 void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
               long ldw, float *C, long ldc, const float *bias);
+/* y [N] = W x for one token with W [N, K] in bf16 (gemv.h), timed and
+ * counted as fwd_gemm.  Resident bf16 matrices go this way from fwd_gemm
+ * (M = 1), or are widened into lw first (M > 1). */
+void fwd_gemv_bf16(ss_fwd *f, long N, long K, const float *x, const uint16_t *W, float *y);
 
 /* o = Norm(x): RMSNorm, or LayerNorm with bias b */
 void fwd_norm_row(const ss_fwd *f, float *o, const float *x, const float *w, const float *b, long n);

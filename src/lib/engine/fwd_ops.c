@@ -2,7 +2,9 @@
  * fwd_impl.h): timed pool runs, the projections' GEMM, a row's norm, the
  * finiteness check and the hook call. */
 #include "engine/fwd_impl.h"
+#include "engine/gemv.h"
 #include "engine/kernels.h"
+#include "io/stconv.h"
 #include "util/progress.h"
 
 #include <cblas.h>
@@ -16,6 +18,7 @@ typedef struct gemm_job {
 	long M, N, K;
 	const float *A; long lda;    /* [M, K] */
 	const float *W; long ldw;    /* [N, K] (HF weight layout) */
+	const uint16_t *Wb;          /* the same in bf16, or NULL (one token: gemv) */
 	float *C; long ldc;          /* [M, N] = A W^T (+ bias) */
 	const float *bias;           /* [N] or NULL */
 } gemm_job;
@@ -30,7 +33,10 @@ static void gemm_task(void *ctx, int tid, int nth)
 		pool_share(j->M, 4, tid, nth, &m0, &m1);    /* small N: split tokens */
 	if (m1 <= m0 || n1 <= n0)
 		return;
-	if (m1 - m0 == 1) /* one token (decoding, re-runs): sgemm would pack W first */
+	if (m1 - m0 == 1 && j->Wb)   /* one token from bf16 weights: half the bytes */
+		gemv_bf16(n1 - n0, j->K, j->Wb + n0 * j->ldw, j->ldw, j->A + m0 * j->lda,
+		          j->C + m0 * j->ldc + n0);
+	else if (m1 - m0 == 1) /* one token (decoding, re-runs): sgemm would pack W first */
 		cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)(n1 - n0), (int)j->K, 1.0f,
 		            j->W + n0 * j->ldw, (int)j->ldw, j->A + m0 * j->lda, 1, 0.0f,
 		            j->C + m0 * j->ldc + n0, 1);
@@ -50,10 +56,46 @@ void fwd_timed_run(ss_fwd *f, double *acc, ss_pool_fn fn, void *ctx)
 	*acc += ss_now() - t;
 }
 
+/* bf16 -> f32 of the resident matrices of layer j->l into lw */
+typedef struct widen_job { ss_fwd *f; int l; } widen_job;
+
+static void widen_task(void *ctx, int tid, int nth)
+{
+	const widen_job *j = ctx;
+	long lo, hi;
+	pool_share((long)j->f->nmat, 4096, tid, nth, &lo, &hi);
+	const uint16_t *s = j->f->rb + (size_t)(j->l - 1) * j->f->nmat;
+	if (hi > lo)
+		st_conv_f32(j->f->lw + lo, s, ST_BF16, lo, hi - lo);
+}
+
+/* the current layer's matrices in f32 for a product over many tokens */
+static void widen_mats(ss_fwd *f)
+{
+	if (f->mats == f->cur)
+		return;
+	widen_job j = {f, f->cur};
+	fwd_timed_run(f, &f->tm.convert, widen_task, &j);
+	f->mats = f->cur;
+}
+
+void fwd_gemv_bf16(ss_fwd *f, long N, long K, const float *x, const uint16_t *W, float *y)
+{
+	gemm_job j = {1, N, K, x, K, NULL, K, W, y, N, NULL};
+	fwd_timed_run(f, &f->tm.linear, gemm_task, &j);
+	f->tm.linear_flop += 2.0 * (double)N * (double)K;
+}
+
 void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
               long ldw, float *C, long ldc, const float *bias)
 {
-	gemm_job j = {M, N, K, A, lda, W, ldw, C, ldc, bias};
+	gemm_job j = {M, N, K, A, lda, W, ldw, NULL, C, ldc, bias};
+	if (f->rb && W >= f->lw && W < f->lw + f->nmat) {   /* a resident bf16 matrix */
+		if (M == 1)
+			j.Wb = f->rb + (size_t)(f->cur - 1) * f->nmat + (size_t)(W - f->lw);
+		else
+			widen_mats(f);
+	}
 	fwd_timed_run(f, &f->tm.linear, gemm_task, &j);
 	f->tm.linear_flop += 2.0 * (double)M * (double)N * (double)K;
 }

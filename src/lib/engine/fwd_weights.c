@@ -2,6 +2,7 @@
  * buffer (fused q/k/v and gate/up blocks, NeoX's per-head rows reordered,
  * GPT-2's Conv1D weights transposed, Gemma's 1 + w norms); see fwd_impl.h. */
 #include "engine/fwd_impl.h"
+#include "io/stconv.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -95,18 +96,9 @@ void fwd_plus1(float *x, long n)
 		x[i] += 1.0f;
 }
 
-void fwd_load_layer(ss_fwd *f, int l)
+/* layer l's weights from the mapping into the bound f32 buffer */
+static void convert_layer(ss_fwd *f, int l)
 {
-	if (f->cur == l)
-		return;
-	if (f->o.resident) { /* every layer has its own buffer, converted once */
-		fwd_layout(f, f->lw + (size_t)(l - 1) * f->lwn);
-		if (f->loaded[l - 1]) {
-			f->cur = l;
-			return;
-		}
-		f->loaded[l - 1] = 1;
-	}
 	const ss_layer_w *w = &f->m->layers[l - 1];
 	const ss_config *c = f->c;
 	enum { CAP = 128 };
@@ -221,5 +213,49 @@ void fwd_load_layer(ss_fwd *f, int l)
 			fwd_plus1(f->kn, f->hd);
 		}
 	}
+}
+
+/* f32 -> bf16 of layer l's matrices in lw into its resident copy */
+typedef struct round_job { ss_fwd *f; int l; } round_job;
+
+static void round_task(void *ctx, int tid, int nth)
+{
+	const round_job *j = ctx;
+	long lo, hi;
+	pool_share((long)j->f->nmat, 4096, tid, nth, &lo, &hi);
+	uint16_t *d = j->f->rb + (size_t)(j->l - 1) * j->f->nmat;
+	for (long i = lo; i < hi; i++)
+		d[i] = st_f32_to_bf16(j->f->lw[i]);
+}
+
+void fwd_load_layer(ss_fwd *f, int l)
+{
+	if (f->cur == l)
+		return;
+	if (f->rb) {   /* matrices in bf16 (fwd_gemm widens them on demand), the rest in f32 */
+		size_t ns = f->lwn - f->nmat;
+		float *small = f->rsm + (size_t)(l - 1) * ns;
+		if (f->loaded[l - 1]) {
+			memcpy(f->lw + f->nmat, small, ns * sizeof *small);
+		} else {   /* the source is bf16, so rounding back is exact */
+			convert_layer(f, l);
+			round_job j = {f, l};
+			fwd_timed_run(f, &f->tm.convert, round_task, &j);
+			memcpy(small, f->lw + f->nmat, ns * sizeof *small);
+			f->mats = l;
+			f->loaded[l - 1] = 1;
+		}
+		f->cur = l;
+		return;
+	}
+	if (f->o.resident) { /* every layer has its own buffer, converted once */
+		fwd_layout(f, f->lw + (size_t)(l - 1) * f->lwn);
+		if (f->loaded[l - 1]) {
+			f->cur = l;
+			return;
+		}
+		f->loaded[l - 1] = 1;
+	}
+	convert_layer(f, l);
 	f->cur = l;
 }
