@@ -169,6 +169,13 @@ static int print_tokens(const ss_seqs *s, const tok *t, int with_row, ss_err *e)
 	return 0;
 }
 
+/* --generate's statistics, recorded while generating (genstats.h) when the
+ * trace needs nothing else: no /acts, an f32 cache (a bf16 cache's rounded
+ * keys would be in them), a dense model.  Otherwise run_one's prefill. */
+static ss_genstats gen_st;
+static int gen_rec;
+static double gen_s;
+
 /* --generate: continue q's ids with the KV cache (gen.h); q then holds the
  * whole sequence, *n_new the continuation's length. */
 static int generate(const ss_model *M, ss_seq *q, const tok *tk, long *n_new, ss_err *e)
@@ -188,8 +195,13 @@ static int generate(const ss_model *M, ss_seq *q, const tok *tk, long *n_new, ss
 		return -1;
 	g.eos = eos;
 	int rc = dec_create(&d, M, q->T + gen_n, &o, e);
+	gen_rec = !on[0] && !on[1] && !on[2] && !on[3] && o.kv_dtype == SS_KV_F32 && !M->c.n_experts;
+	if (rc == 0 && gen_rec && (rc = gst_init(&gen_st, &M->c, q->T + gen_n, e)) == 0)
+		dec_record(&d, &gen_st);
 	if (rc == 0) {
+		gen_s = ss_now();
 		rc = gen_run(&d, q->ids, q->T, &g, &out, &n, n_new, e);
+		gen_s = ss_now() - gen_s;
 		dec_free(&d);
 	}
 	free(eos);
@@ -265,9 +277,16 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 	ss_rec_times times;
 	if (!(cmd = ss_command_line(argc, argv, e)) ||
 	    rec_trace_init(&tr, M, q->ids, T, pieces, q->name, model_dir, PROG " " SS_VERSION, cmd, e) < 0 ||
-	    h5_create(&h5, to_stdout ? "-" : opath, e) < 0 ||
-	    rec_run(M, q->ids, T, (int)threads, &acts, &tr, h5, PROG, &times, e) < 0)
+	    h5_create(&h5, to_stdout ? "-" : opath, e) < 0)
 		goto done;
+	if (gen_rec) {   /* the statistics of the generation itself */
+		ss_stats st = {tr.resid_norm, tr.resid_cos0, tr.attn_out_norm, tr.mlp_out_norm, tr.recv,
+		               NULL, NULL};
+		if (gst_fill(&gen_st, T, &st, e) < 0)
+			goto done;
+	} else if (rec_run(M, q->ids, T, (int)threads, &acts, &tr, h5, PROG, &times, e) < 0) {
+		goto done;
+	}
 	double t1 = ss_now();
 	if (trace_write_h5(h5, &tr, e) < 0)
 		goto done;
@@ -275,7 +294,11 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 	h5 = NULL;
 	if (h5_commit(hh, e) < 0)
 		goto done;
-	if (timings)
+	if (timings && gen_rec)
+		fprintf(stderr, "%s: %ld tokens, %ld layers, %ld threads: generated with statistics "
+		        "recorded in %.3f s (no second pass); final write %.3f s\n", PROG, T, L, threads,
+		        gen_s, ss_now() - t1);
+	else if (timings)
 		rec_times_print(stderr, PROG, T, L, (int)threads, &times, ss_now() - t1);
 	rc = 0;
 done:
@@ -305,6 +328,9 @@ static int run_model(int argc, char **argv, ss_seqs *s, const tok *tk, ss_err *e
 			rc = generate(&M, &s->v[i], tk, &n_new, e);
 		if (!rc)
 			rc = run_one(argc, argv, &M, &s->v[i], tk, e);
+		if (gen_rec)
+			gst_free(&gen_st);
+		gen_rec = 0;
 		if (!rc && text_out)
 			rc = write_text_out(tk, s->v[i].ids + s->v[i].T - n_new, n_new, e);
 	}

@@ -43,7 +43,11 @@ static int dec_hook(void *ctx, int layer, ss_hook_point what, long t0, long n, f
 		else if (what == SS_HOOK_MLP_OUT)
 			memcpy(dc->mlp_y + (size_t)t0 * d, x, (size_t)n * d * sizeof *x);
 	}
-	return dc->hook ? dc->hook(dc->hook_ctx, layer, what, t0, n, x, d) : 0;
+	if (dc->hook && dc->hook(dc->hook_ctx, layer, what, t0, n, x, d))
+		return 1;
+	if (dc->recording)   /* the values the pass goes on with, as a prefill's stats */
+		gst_observe(dc->gs, layer, what, t0, n, x);
+	return 0;
 }
 
 /* Keys and values from the prefill go straight into the cache. */
@@ -118,10 +122,50 @@ static int check_len(ss_dec *d, long need, ss_err *e)
 	return 0;
 }
 
+void dec_record(ss_dec *d, ss_genstats *g)
+{
+	d->gs = g;
+}
+
+/* dec_prefill while recording: layer by layer through fwd_layer, the keys'
+ * recv sums straight into the recorder (in double, as a prefill's) */
+static int prefill_rec(ss_dec *d, const int32_t *ids, long T, float *logits, ss_err *e)
+{
+	const ss_config *c = &d->m->c;
+	ss_genstats *g = d->gs;
+	float *x = ss_malloc((size_t)T * c->dim, sizeof *x, "residual stream", e);
+	if (!x)
+		return -1;
+	memset(g->recv, 0, (size_t)g->L * g->H * g->cap * sizeof *g->recv);
+	g->n = 0;
+	d->recording = 1;
+	model_embed_prefetch(d->m, ids, T);
+	int rc = fwd_embed(d->f, ids, 0, T, x, e);
+	d->kv_store = d->kv.dtype != SS_KV_F32;
+	for (int l = 1; rc == 0 && l <= c->n_layers; l++) {
+		float *kc, *vc;
+		kv_layer_f32(&d->kv, l, 0, d->kbuf, d->vbuf, &kc, &vc);
+		model_layer_prefetch(d->m, l + 1);
+		rc = fwd_layer(d->f, l, x, 0, T, kc, vc, gst_recv_sum(g, l), g->cap, NULL, NULL, e);
+		model_layer_release(d->m, l);
+	}
+	d->kv_store = 0;
+	d->recording = 0;
+	if (rc == 0 && logits)
+		rc = fwd_logits(d->f, x + (size_t)(T - 1) * c->dim, 1, logits, e);
+	free(x);
+	return rc < 0 ? ss_err_prefix(e, "%s", d->m->dir) : 0;
+}
+
 int dec_prefill(ss_dec *d, const int32_t *ids, long T, ss_stats *st, float *logits, ss_err *e)
 {
 	if (check_len(d, T, e) < 0)
 		return -1;
+	if (d->gs) {
+		int rc = prefill_rec(d, ids, T, logits, e);
+		d->len = rc == 0 ? T : 0;
+		return rc;
+	}
 	float *h = NULL;
 	if (logits && !(h = ss_malloc((size_t)T * d->m->c.dim, sizeof *h, "final hidden states", e)))
 		return -1;
@@ -140,20 +184,24 @@ int dec_step(ss_dec *d, int32_t id, float *logits, ss_err *e)
 	long t = d->len;
 	if (check_len(d, t + 1, e) < 0)
 		return -1;
-	if (fwd_embed(d->f, &id, t, 1, d->x, e) < 0)
+	d->recording = d->gs != NULL;
+	if (fwd_embed(d->f, &id, t, 1, d->x, e) < 0) {
+		d->recording = 0;
 		return -1;
+	}
 	/* f32: fwd_layer writes row t into the cache itself; bf16: the key/value
 	 * callback rounds it in */
 	d->kv_store = d->kv.dtype != SS_KV_F32;
 	for (int l = 1; l <= d->m->c.n_layers; l++) {
 		float *kc, *vc;
 		kv_layer_f32(&d->kv, l, t, d->kbuf, d->vbuf, &kc, &vc);
-		if (fwd_layer(d->f, l, d->x, t, 1, kc, vc, NULL, 0, NULL, NULL, e) < 0) {
-			d->kv_store = 0;
+		if (fwd_layer(d->f, l, d->x, t, 1, kc, vc, d->gs ? gst_recv_sum(d->gs, l) : NULL,
+		              d->gs ? d->gs->cap : 0, NULL, NULL, e) < 0) {
+			d->kv_store = d->recording = 0;
 			return -1;
 		}
 	}
-	d->kv_store = 0;
+	d->kv_store = d->recording = 0;
 	if (logits && fwd_logits(d->f, d->x, 1, logits, e) < 0)
 		return -1;
 	d->len = t + 1;

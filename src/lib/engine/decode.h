@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include "util/err.h"
 #include "engine/forward.h"
+#include "engine/genstats.h"
 #include "engine/kvcache.h"
 #include "engine/model.h"
 
@@ -71,6 +72,8 @@ typedef struct ss_dec {
 	const float *mlp_x;
 	float *mlp_y;
 	int mlp_layer;
+	ss_genstats *gs;      /* dec_record: statistics of prefills and steps */
+	int recording;
 } ss_dec;
 
 /* Bytes of weights that resident decoding holds (fwd_resident_bytes). */
@@ -82,6 +85,12 @@ void dec_free(ss_dec *d);
 
 /* Interventions in force from now on (NULL, 0 for none); iv must outlive use. */
 void dec_set_interv(ss_dec *d, const ss_interv *iv, size_t n);
+
+/* Record the statistics of what runs from now on (genstats.h; NULL: stop):
+ * dec_prefill starts them afresh (its st is then ignored), each dec_step
+ * adds its position.  Re-runs, dec_mlp and dec_queries record nothing.
+ * g must hold d's cap positions and outlive the recording. */
+void dec_record(ss_dec *d, ss_genstats *g);
 
 /* Run ids[0..T) through the model, filling the cache (len = T); st and
  * h_out as for fwd_prefill.  logits (may be NULL): [vocab] of position T-1. */

@@ -138,8 +138,12 @@ int gen_run(ss_dec *d, const int32_t *prompt, long n_prompt, const ss_gen_opts *
 		int stop = 0;
 		for (size_t q = 0; q < o->n_eos; q++)
 			stop |= id == o->eos[q];
-		if (stop || k + 1 == o->max_new)
+		if (stop || k + 1 == o->max_new) {
+			/* recording: the last token through the model too, for its stats */
+			if (d->gs && dec_step(d, id, NULL, e) < 0)
+				goto done;
 			break;
+		}
 		if (dec_step(d, id, logits, e) < 0)
 			goto done;
 	}

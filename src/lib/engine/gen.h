@@ -57,7 +57,9 @@ typedef struct ss_gen_opts {
 /* Prefill the prompt, then generate up to max_new tokens one at a time
  * (stopping after an EOS id, which is kept).  *out (malloc'd) receives
  * prompt and continuation, *n_out their count, *n_new the continuation's;
- * d must hold n_prompt + max_new positions. */
+ * d must hold n_prompt + max_new positions.  With a recorder on d
+ * (dec_record) the last token is run too: it then holds the statistics of
+ * all *n_out positions. */
 int gen_run(ss_dec *d, const int32_t *prompt, long n_prompt, const ss_gen_opts *o,
             int32_t **out, long *n_out, long *n_new, ss_err *e);
 
