@@ -89,6 +89,13 @@ sanitize:
 bench: all
 	@SS_BIN=$(abspath $(BINDIR)) SS_BUILD=$(abspath $(BUILD)) tests/bench/run
 
+# Not part of bench: llama.cpp (the release inside the npm package
+# node-llama-cpp, built once into $(BUILD)/peers) against actdump on the
+# bench model as GGUF, interleaved (tests/bench/peers/run.sh).
+.PHONY: bench-peers
+bench-peers: all
+	@SS_BIN=$(abspath $(BINDIR)) SS_BUILD=$(abspath $(BUILD)) bash tests/bench/peers/run.sh
+
 # Not part of bench: a random model with Qwen2.5-14B's shapes (29.5 GB, into
 # $(BUILD)/bench, deleted afterwards unless KEEP=1) through actdump, to show
 # that a model larger than memory runs (tests/bench/big/actdump.sh).

@@ -1,6 +1,7 @@
 /* decodebench - decoding speed against the memory's, in one process
  * (tests/bench/decode.sh).
  *   usage: decodebench MODEL_DIR DEPTH STEPS THREADS bf16|f32
+ *          decodebench --path      (prints the gemv path: avx512, avx2, c)
  *
  * 1. The machine's read bandwidth: THREADS threads sum a 1 GiB buffer
  *    (far beyond the caches) with 64-bit loads, best of 5 passes.
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "engine/decode.h"
+#include "engine/gemv.h"
 #include "engine/model.h"
 #include "engine/sample.h"
 #include "util/pool.h"
@@ -82,6 +84,10 @@ static long vm_hwm_kib(void)
 
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "--path")) {   /* the gemv path this CPU runs */
+		printf("%s\n", gemv_path_name(gemv_path()));
+		return 0;
+	}
 	if (argc != 6 || (strcmp(argv[5], "bf16") && strcmp(argv[5], "f32"))) {
 		fprintf(stderr, "usage: decodebench MODEL_DIR DEPTH STEPS THREADS bf16|f32\n");
 		return 2;
