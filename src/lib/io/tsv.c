@@ -35,6 +35,7 @@ static int unescape(char *s, size_t *outlen)
 		case 'n': *w++ = '\n'; break;
 		case 'r': *w++ = '\r'; break;
 		case '\\': *w++ = '\\'; break;
+		case '"': *w++ = '"'; break;
 		case 'x': {
 			int v = 0;
 			for (int k = 1; k <= 2; k++) {
@@ -248,6 +249,7 @@ void tsv_put_escaped(FILE *f, const char *s, size_t n)
 		case '\n': fputs("\\n", f); break;
 		case '\r': fputs("\\r", f); break;
 		case '\\': fputs("\\\\", f); break;
+		case '"': fputs("\\\"", f); break;
 		default:
 			if (c < 0x20 || c == 0x7f)
 				fprintf(f, "\\x%02x", c);

@@ -1,9 +1,12 @@
 /* tsv.h - tab-separated tables with one header line.
  *
  * Fields never contain a raw tab or newline: text is escaped as \t, \n, \r,
- * \\ and \xNN (other control bytes), so awk, sort and join work on the
- * tables.  Several tables concatenated with `cat` read as one: a line equal
- * to the header is skipped.
+ * \\, \" and \xNN (other control bytes), so awk, sort and join work on the
+ * tables, and a reader that honours quotes (Python's csv in tab mode,
+ * pandas' read_csv(sep='\t')) never sees a quote that opens a field: every
+ * reader gets the same cells.  tsv_put_escaped is the one writer of text
+ * cells; tsv_field reads the escapes back.  Several tables concatenated
+ * with `cat` read as one: a line equal to the header is skipped.
  */
 #ifndef SS_TSV_H
 #define SS_TSV_H
