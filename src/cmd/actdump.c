@@ -20,7 +20,7 @@
 #define PROG "actdump"
 
 static const char *model_dir, *ids_path, *out_path, *acts_opt, *layers_opt = "all",
-                  *max_mem_opt, *positions_opt = "warn";
+                  *max_mem_opt, *positions_opt = "refuse";
 static const char *text_path, *jsonl_path, *field_opt, *tok_path;
 static long threads = SS_THREADS_UNSET, index_opt, max_tokens;
 static int timings, index_seen, no_bos, tokens_only;
@@ -40,7 +40,7 @@ static const ss_opt opts[] = {
 	{"layers", 'l', SS_OPT_STRING, &layers_opt, "LIST", "layers of --acts, e.g. 0-10,20 (default all)", NULL},
 	SS_OPT_THREADS(threads),
 	{"max-memory", 0, SS_OPT_STRING, &max_mem_opt, "SIZE", "refuse runs needing more (default 90% of RAM)", NULL},
-	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings", NULL},
+	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings (default refuse)", NULL},
 	{"timings", 0, SS_OPT_FLAG, &timings, NULL, "print times and tokens/s on stderr", NULL},
 	{"prompt-format", 0, SS_OPT_STRING, &prompt_fmt_opt, "F", "wrap text as raw, chatml, deepseek-r1 or llama3", NULL},
 	{"generate", 0, SS_OPT_INT, &gen_n, "N", "first continue the sequence by up to N tokens (stops at EOS)", NULL},
@@ -245,8 +245,8 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 			                  q->name, q->ids[j], j, c->vocab - 1);
 	if (c->max_pos > 0 && T > c->max_pos) {
 		if (!strcmp(positions_opt, "refuse"))
-			return ss_err_set(e, "%s/config.json:max_position_embeddings: %ld tokens exceed %ld",
-			                  model_dir, T, c->max_pos);
+			return ss_err_set(e, "%s/config.json:max_position_embeddings: %ld tokens exceed %ld "
+			                  "(--positions warn runs them anyway)", model_dir, T, c->max_pos);
 		ss_warn(PROG, "warning: %ld tokens exceed max_position_embeddings %ld of %s", T, c->max_pos, model_dir);
 	}
 	int rc = -1;
@@ -268,12 +268,20 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 		goto done;
 	}
 	double need = rec_memory(c, &acts, T, (int)threads, to_stdout);
+	char s_need[32], s_w[32], s_max[32];
+	ss_format_size(need, s_need, sizeof s_need);
+	ss_format_size(M->weight_bytes, s_w, sizeof s_w);
+	ss_format_size(max_mem, s_max, sizeof s_max);
 	if (need > max_mem) {
-		double G = 1073741824.0;
-		ss_err_set(e, "%s: %ld tokens need about %.2f GiB besides the mapped weights (%.2f GiB), "
-		           "more than --max-memory %.2f GiB", model_dir, T, need / G, M->weight_bytes / G, max_mem / G);
+		ss_err_set(e, "%s: %ld tokens need about %s besides the mapped weights (%s), "
+		           "more than --max-memory %s", model_dir, T, s_need, s_w, s_max);
 		goto done;
 	}
+	ss_progress pg; /* only to ask whether progress lines are on (a terminal) */
+	ss_progress_start(&pg, PROG);
+	if (pg.on || need >= 1073741824.0)
+		ss_warn(PROG, "%s: %ld tokens: about %s of memory besides the mapped weights (%s)",
+		        q->name, T, s_need, s_w);
 	ss_rec_times times;
 	if (!(cmd = ss_command_line(argc, argv, e)) ||
 	    rec_trace_init(&tr, M, q->ids, T, pieces, q->name, model_dir, PROG " " SS_VERSION, cmd, e) < 0 ||

@@ -120,6 +120,28 @@ static void test_layers_from0(void **st)
 	assert_string_equal(e.msg, "--layers: layer range 2-6 outside 0-5");
 	assert_int_equal(ss_parse_layers_from("", 0, 5, m, "--layers", &e), -1);
 	assert_string_equal(e.msg, "--layers: empty layer list");
+	/* one layer prints as one number, a reversed range says so */
+	assert_int_equal(ss_parse_layers_from("-3", 0, 5, m, "--layers", &e), -1);
+	assert_string_equal(e.msg, "--layers: layer -3 outside 0-5");
+	assert_int_equal(ss_parse_layers_from("5-2", 0, 5, m, "--layers", &e), -1);
+	assert_string_equal(e.msg, "--layers: layer range 5-2 is reversed (write 2-5)");
+}
+
+/* sizes in the unit that fits, three significant digits */
+static void test_format_size(void **st)
+{
+	char b[32];
+	assert_string_equal(ss_format_size(0, b, sizeof b), "0 B");
+	assert_string_equal(ss_format_size(512, b, sizeof b), "512 B");
+	assert_string_equal(ss_format_size(1023, b, sizeof b), "1023 B");
+	assert_string_equal(ss_format_size(1024, b, sizeof b), "1 KiB");
+	assert_string_equal(ss_format_size(1.5 * 1048576, b, sizeof b), "1.5 MiB");
+	assert_string_equal(ss_format_size(1000.0 * 1024, b, sizeof b), "1000 KiB");
+	assert_string_equal(ss_format_size(2.3456 * 1073741824.0, b, sizeof b), "2.35 GiB");
+	assert_string_equal(ss_format_size(90.0 * 1073741824.0, b, sizeof b), "90 GiB");
+	assert_string_equal(ss_format_range(3, 3, b, sizeof b), "3");
+	assert_string_equal(ss_format_range(-3, -3, b, sizeof b), "-3");
+	assert_string_equal(ss_format_range(5, 2, b, sizeof b), "5-2");
 }
 
 static void test_size(void **st)
@@ -164,6 +186,7 @@ int main(void)
 		cmocka_unit_test(test_layers),
 		cmocka_unit_test(test_layers_from0),
 		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_format_size),
 		cmocka_unit_test(test_cmdline),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

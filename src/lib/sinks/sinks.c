@@ -1,5 +1,6 @@
 /* sinks.c - the sink rule and sink episodes; see sinks.h and sinkdetect(1). */
 #include "sinks/sinks.h"
+#include "util/opt.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -34,12 +35,14 @@ int sink_params_check(const ss_sink_params *p, long L, long *lo, long *hi, ss_er
 	    !(p->primary_end_frac >= 0 && p->primary_end_frac <= 1))
 		return ss_err_status(e, SS_EXIT_USAGE,
 		                     "--primary-start and --primary-end must lie in [0, 1]");
+	char r[48];
 	if (p->layer_lo < 0 || p->layer_hi < 0 || (p->layer_hi && p->layer_lo > p->layer_hi))
-		return ss_err_status(e, SS_EXIT_USAGE, "layer range %ld-%ld: expected 1 <= A <= B",
-		                     p->layer_lo, p->layer_hi);
+		return ss_err_status(e, SS_EXIT_USAGE, "--layers: layer range %s: expected 1 <= A <= B",
+		                     ss_format_range(p->layer_lo, p->layer_hi, r, sizeof r));
 	long a = p->layer_lo ? p->layer_lo : 1, b = p->layer_hi ? p->layer_hi : L;
 	if (a < 1 || b > L || a > b)
-		return ss_err_set(e, "layer range %ld-%ld: outside the trace's layers 1-%ld", a, b, L);
+		return ss_err_set(e, "layer%s %s: outside the trace's layers 1-%ld", a == b ? "" : " range",
+		                  ss_format_range(a, b, r, sizeof r), L);
 	*lo = a;
 	*hi = b;
 	return 0;

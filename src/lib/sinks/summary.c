@@ -1,5 +1,6 @@
 /* summary.c - the layer summary and the compensation curve; see summary.h. */
 #include "sinks/summary.h"
+#include "util/opt.h"
 
 #include <string.h>
 
@@ -10,9 +11,10 @@ int layer_summary(const ss_trace *tr, const ss_episode *ep, size_t n, long lo, l
                   ss_layer_sum **rows, ss_err *e)
 {
 	*rows = NULL;
+	char rs[48];
 	if (lo < 1 || hi > tr->L || lo > hi)
-		return ss_err_set(e, "layer range %ld-%ld: outside the trace's layers 1-%ld", lo, hi,
-		                  tr->L);
+		return ss_err_set(e, "layer%s %s: outside the trace's layers 1-%ld", lo == hi ? "" : " range",
+		                  ss_format_range(lo, hi, rs, sizeof rs), tr->L);
 	size_t m = (size_t)(hi - lo + 1);
 	ss_layer_sum *r = ss_calloc(m, sizeof *r, "summary", e);
 	if (!r)

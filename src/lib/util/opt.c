@@ -52,6 +52,15 @@ int ss_parse_double(const char *s, double *v)
 	return 0;
 }
 
+char *ss_format_range(long a, long b, char *buf, size_t n)
+{
+	if (a == b)
+		snprintf(buf, n, "%ld", a);
+	else
+		snprintf(buf, n, "%ld-%ld", a, b);
+	return buf;
+}
+
 int ss_parse_layers_from(const char *s, int lo, int n, unsigned char *mask, const char *what,
                          ss_err *e)
 {
@@ -76,9 +85,15 @@ int ss_parse_layers_from(const char *s, int lo, int n, unsigned char *mask, cons
 			if (end == p || errno)
 				return ss_err_status(e, SS_EXIT_USAGE, "%s: bad layer list '%s'", what, s);
 		}
-		if (a < lo || b > n || a > b)
-			return ss_err_status(e, SS_EXIT_USAGE,
-			                     "%s: layer range %ld-%ld outside %d-%d", what, a, b, lo, n);
+		char got[48], have[48];
+		ss_format_range(a, b, got, sizeof got);
+		ss_format_range(lo, n, have, sizeof have);
+		if (a > b)
+			return ss_err_status(e, SS_EXIT_USAGE, "%s: layer range %s is reversed (write %ld-%ld)",
+			                     what, got, b, a);
+		if (a < lo || b > n)
+			return ss_err_status(e, SS_EXIT_USAGE, "%s: layer%s %s outside %s", what,
+			                     a == b ? "" : " range", got, have);
 		for (long l = a; l <= b; l++)
 			mask[l] = 1;
 		if (*end == ',')
@@ -127,6 +142,22 @@ int ss_parse_size(const char *s, double *v)
 		return -1;
 	*v = x * mul;
 	return 0;
+}
+
+char *ss_format_size(double bytes, char *buf, size_t n)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	int u = 0;
+	double x = bytes;
+	while (u < 5 && fabs(x) >= 1023.5) { /* 1023.5 B prints as 1 KiB, never "1.02e+03 B" */
+		x /= 1024.0;
+		u++;
+	}
+	if (u == 0 || fabs(x) >= 99.95) /* %.3g would write 1000 as 1e+03 */
+		snprintf(buf, n, "%.0f %s", x, unit[u]);
+	else
+		snprintf(buf, n, "%.3g %s", x, unit[u]);
+	return buf;
 }
 
 static const ss_opt *find_long(const ss_prog *p, const char *name)

@@ -84,12 +84,20 @@ void ss_opt_free(void);
 int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what, ss_err *e);
 /* The same with layers lo..n (lo 0 or 1: 0 admits layer 0, the embeddings;
  * "all" selects lo..n).  Errors (status SS_EXIT_USAGE) start with `what`:
- * "--layers: layer range 3-1 outside 0-5". */
+ * "--layers: layer range 3-9 outside 0-5", "--layers: layer -3 outside 0-5",
+ * "--layers: layer range 5-2 is reversed (write 2-5)". */
 int ss_parse_layers_from(const char *s, int lo, int n, unsigned char *mask, const char *what,
                          ss_err *e);
+/* A range of layers or positions as messages print it: "3" when a == b,
+ * else "5-2" (never "3-3"); returns buf. */
+char *ss_format_range(long a, long b, char *buf, size_t n);
 /* A size in bytes: "2G", "512M", "1.5G", "1000000" (K, M, G, T binary;
  * a trailing B or iB allowed); positive.  0, or -1 when malformed. */
 int ss_parse_size(const char *s, double *v);
+/* A size in bytes in the unit that fits, for messages: "512 B", "1 KiB",
+ * "1.5 MiB", "2.35 GiB" (three significant digits; binary units).  Returns
+ * buf. */
+char *ss_format_size(double bytes, char *buf, size_t n);
 /* Strict number parsing: whole string, finite. */
 int ss_parse_long(const char *s, long *v);
 int ss_parse_double(const char *s, double *v);
