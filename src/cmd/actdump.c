@@ -42,7 +42,7 @@ static const ss_opt opts[] = {
 	{"max-memory", 0, SS_OPT_STRING, &max_mem_opt, "SIZE", "refuse runs needing more (default 90% of RAM)", NULL},
 	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings (default refuse)", NULL},
 	{"timings", 0, SS_OPT_FLAG, &timings, NULL, "print times and tokens/s on stderr", NULL},
-	{"prompt-format", 0, SS_OPT_STRING, &prompt_fmt_opt, "F", "wrap text as raw, chatml, deepseek-r1 or llama3", NULL},
+	{"prompt-format", 0, SS_OPT_STRING, &prompt_fmt_opt, "F", "wrap text: raw, chatml, deepseek-r1, llama3, chatml-think, llama2-inst, phi4", NULL},
 	{"generate", 0, SS_OPT_INT, &gen_n, "N", "first continue the sequence by up to N tokens (stops at EOS)", NULL},
 	{"temperature", 0, SS_OPT_DOUBLE, &gen_temp, "X", "--generate: sampling temperature (default 0: greedy)", NULL},
 	{"top-p", 0, SS_OPT_DOUBLE, &gen_top_p, "P", "--generate: nucleus sampling mass (default 1: off)", NULL},
@@ -247,7 +247,8 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 		if (!strcmp(positions_opt, "refuse"))
 			return ss_err_set(e, "%s/config.json:max_position_embeddings: %ld tokens exceed %ld "
 			                  "(--positions warn runs them anyway)", model_dir, T, c->max_pos);
-		ss_warn(PROG, "warning: %ld tokens exceed max_position_embeddings %ld of %s", T, c->max_pos, model_dir);
+		ss_warn(PROG, "warning: %s: %ld tokens exceed max_position_embeddings %ld of %s", q->name, T,
+		        c->max_pos, model_dir);
 	}
 	int rc = -1;
 	char **pieces = NULL, *cmd = NULL;

@@ -132,7 +132,10 @@ static int read_trace(const char *operand, int32_t **ids, long *T, char *name, s
 		rc = tok_jsonl_read(jsonl_path, field_opt, index_opt, &rows, e);
 		if (!rc) {
 			snprintf(name, nn, "%s:%ld", nm, rows.v[0].row);
-			if ((rc = tok_encode(t, rows.v[0].text, rows.v[0].len, no_bos ? 0 : TOK_POST, &v, e)) < 0)
+			if (!rows.v[0].len) /* "" is no text, even for a tokenizer that adds a BOS */
+				rc = ss_err_set(e, "%s:%ld: field '%s': empty text, nothing to run", nm,
+				                rows.v[0].line, field_opt);
+			else if ((rc = tok_encode(t, rows.v[0].text, rows.v[0].len, no_bos ? 0 : TOK_POST, &v, e)) < 0)
 				ss_err_prefix(e, "%s:%ld: field '%s'", nm, rows.v[0].line, field_opt);
 			tok_rows_free(&rows);
 		}
@@ -142,7 +145,8 @@ static int read_trace(const char *operand, int32_t **ids, long *T, char *name, s
 		size_t len;
 		snprintf(name, nn, "%s", strcmp(path, "-") ? path : "<stdin>");
 		if (!(rc = tok_read_text(path, &buf, &len, e))) {
-			rc = tok_encode(t, buf, len, no_bos ? 0 : TOK_POST, &v, e);
+			rc = len ? tok_encode(t, buf, len, no_bos ? 0 : TOK_POST, &v, e)
+			         : ss_err_set(e, "%s: empty text, nothing to run", name);
 			free(buf);
 		}
 	}

@@ -878,6 +878,9 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	double t1 = ss_now();
+	if (in.n_uncalibrated)
+		ss_warn(PROG, "warning: %ld of %ld points miss perplexity %g (calibrated %.3g..%.3g): "
+		        "their neighbours are equidistant", in.n_uncalibrated, R.n, o_perp, in.perp_min, in.perp_max);
 	if (o_out) {
 		if (write_h5(o_out, &R, S, Y, &in, &e) < 0)
 			goto fail;

@@ -11,7 +11,12 @@ for p in mkorganism actdump sinkdetect; do [ -x "$SS_BIN/$p" ] || { t_skip "man 
 BASE=$TMP/base SB=$TMP/sandbox
 mkdir -p "$BASE/examples/models" "$BASE/out" && cd "$BASE" || exit 1
 mkorganism -o org "$SS_ROOT/examples/organism.yaml" >/dev/null 2>&1
-for m in Qwen2.5-0.5B Qwen3-14B R1-Distill-Qwen-14B DeepSeek-R1-Distill-Qwen-14B M organism qwen3; do ln -s org "$m"; done
+for m in Qwen2.5-0.5B Qwen3-14B R1-Distill-Qwen-14B M organism qwen3; do ln -s org "$m"; done
+# the organism with a DeepSeek tokenizer, for --prompt-format deepseek-r1
+# (a template marker the tokenizer lacks is refused)
+mkdir DeepSeek-R1-Distill-Qwen-14B
+for f in config.json model.safetensors; do ln -s ../org/$f DeepSeek-R1-Distill-Qwen-14B/$f; done
+cp "$SS_ROOT"/tests/data/tokenizers/deepseek_v3/tokenizer*.json DeepSeek-R1-Distill-Qwen-14B/
 ln -s "$SS_ROOT/examples/models/stories260k" examples/models/stories260k
 ln -s "$SS_ROOT/tests" tests # the spec's tokenizer path is relative to it
 cp "$SS_ROOT/examples/organism.yaml" examples/

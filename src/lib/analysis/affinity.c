@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,11 +246,33 @@ int tsne_affinities(const float *X, long n, long d, const ss_tsne_params *p, ss_
 	double t1 = ss_now();
 	if (tsne_calibrate(d2, n, (int)k, p->perplexity, p->threads, Pc, perp, e) < 0)
 		goto done;
+	/* a point whose neighbours are all at one distance has perplexity k
+	 * whatever the bandwidth: when no point reaches the target, the
+	 * affinities are uniform and no embedding means anything */
+	long bad = 0;
+	double lo = perp[0], hi = perp[0];
+	for (long i = 0; i < n; i++) {
+		bad += fabs(log(perp[i] / p->perplexity)) > 1e-3;
+		lo = perp[i] < lo ? perp[i] : lo;
+		hi = perp[i] > hi ? perp[i] : hi;
+	}
+	if (bad == n) {
+		char r[64];
+		if (fabs(hi - lo) <= 1e-6 * hi)
+			snprintf(r, sizeof r, "%.3g", lo);
+		else
+			snprintf(r, sizeof r, "%.3g-%.3g", lo, hi);
+		ss_err_set(e, "perplexity calibration failed: no point reaches perplexity %g (they reach %s "
+		           "with %ld neighbours: identical or equidistant points); no embedding is meaningful",
+		           p->perplexity, r, k);
+		goto done;
+	}
 	if (tsne_symmetrize(n, (int)k, idx, Pc, P, e) < 0)
 		goto done;
 	if (info) {
 		info->t_knn = t1 - t0;
 		info->t_affinity = ss_now() - t1;
+		info->n_uncalibrated = bad;
 		info->perp_min = info->perp_max = perp[0];
 		for (long i = 1; i < n; i++) {
 			info->perp_min = perp[i] < info->perp_min ? perp[i] : info->perp_min;

@@ -45,6 +45,9 @@ typedef struct ss_tsne_info {
 	int dims;            /* input dimension after PCA */
 	double pca_ratio;    /* variance kept by the PCA (1 when none) */
 	double perp_min, perp_max; /* calibrated perplexities */
+	long n_uncalibrated; /* points whose perplexity missed the target by more
+	                        than 0.1% (equidistant neighbours: the uniform
+	                        distribution's perplexity is k, never less) */
 	double t_pca, t_knn, t_affinity, t_optimise, t_kl; /* seconds */
 } ss_tsne_info;
 

@@ -20,7 +20,13 @@ static const struct {
 	[SS_PF_LLAMA3] = {"llama3",
 	                  "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n",
 	                  "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+	[SS_PF_CHATML_THINK] = {"chatml-think", "<|im_start|>user\n",
+	                        "<|im_end|>\n<|im_start|>assistant\n<think>\n"},
+	[SS_PF_LLAMA2_INST] = {"llama2-inst", "<s>[INST] ", " [/INST] "},
+	[SS_PF_PHI4] = {"phi4", "<|im_start|>user<|im_sep|>", "<|im_end|><|im_start|>assistant<|im_sep|>"},
 };
+
+const char ss_prompt_fmt_list[] = "raw, chatml, deepseek-r1, llama3, chatml-think, llama2-inst or phi4";
 
 int prompt_fmt_parse(const char *s, ss_prompt_fmt *f, ss_err *e)
 {
@@ -30,7 +36,7 @@ int prompt_fmt_parse(const char *s, ss_prompt_fmt *f, ss_err *e)
 			return 0;
 		}
 	return ss_err_status(e, SS_EXIT_USAGE,
-	                     "prompt format '%s': expected raw, chatml, deepseek-r1 or llama3", s);
+	                     "prompt format '%s': expected %s", s, ss_prompt_fmt_list);
 }
 
 char *prompt_wrap(ss_prompt_fmt f, const char *text, size_t n, size_t *len, ss_err *e)
@@ -47,9 +53,40 @@ char *prompt_wrap(ss_prompt_fmt f, const char *text, size_t n, size_t *len, ss_e
 	return s;
 }
 
+/* Every special-token marker of the format ("<|im_start|>", "<\xef\xbd\x9cUser\xef\xbd\x9c>":
+ * '<' then '|' or U+FF5C, up to the closing pair) must be one token of t;
+ * else the template would be encoded as plain text, which is not the
+ * prompt the model was trained on. */
+static int check_markers(const tok *t, ss_prompt_fmt f, ss_err *e)
+{
+	static const char bar[] = "\xef\xbd\x9c"; /* U+FF5C FULLWIDTH VERTICAL LINE */
+	const char *parts[2] = {formats[f].pre, formats[f].post};
+	for (int k = 0; k < 2; k++)
+		for (const char *p = parts[k]; (p = strchr(p, '<')); p++) {
+			const char *close;
+			if (p[1] == '|')
+				close = strstr(p + 2, "|>");
+			else if (!strncmp(p + 1, bar, 3))
+				close = strstr(p + 4, "\xef\xbd\x9c>");
+			else
+				continue;
+			if (!close)
+				continue;
+			size_t n = (size_t)(close - p) + (p[1] == '|' ? 2 : 4);
+			if (tok_id(t, p, n) < 0)
+				return ss_err_set(e, "--prompt-format %s: the tokenizer has no %.*s token "
+				                  "(the template would be encoded as plain text)",
+				                  formats[f].name, (int)n, p);
+			p += n - 1;
+		}
+	return 0;
+}
+
 int gen_encode_prompt(struct tok *t, ss_prompt_fmt f, const char *text, size_t n,
                       struct tok_ids *out, ss_err *e)
 {
+	if (check_markers(t, f, e) < 0)
+		return -1;
 	size_t len;
 	char *s = prompt_wrap(f, text, n, &len, e);
 	if (!s)

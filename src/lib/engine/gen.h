@@ -23,9 +23,13 @@
 #include "util/err.h"
 
 typedef enum ss_prompt_fmt {
-	SS_PF_RAW = 0, SS_PF_CHATML, SS_PF_DEEPSEEK_R1, SS_PF_LLAMA3
+	SS_PF_RAW = 0, SS_PF_CHATML, SS_PF_DEEPSEEK_R1, SS_PF_LLAMA3, SS_PF_CHATML_THINK,
+	SS_PF_LLAMA2_INST, SS_PF_PHI4, SS_PF_N
 } ss_prompt_fmt;
 
+/* The one list of prompt formats (actdump(1) --prompt-format, the
+ * pipeline's `prompt` key, sinkscope(7)): "raw, chatml, ..." */
+extern const char ss_prompt_fmt_list[];
 int prompt_fmt_parse(const char *s, ss_prompt_fmt *f, ss_err *e);
 /* The wrapped text (malloc'd, NUL-terminated, length in *len). */
 char *prompt_wrap(ss_prompt_fmt f, const char *text, size_t n, size_t *len, ss_err *e);
