@@ -3,6 +3,7 @@
  * for four weight rows), one f32 accumulator per row, the tail of a row
  * (K not a multiple of the vector width) in scalar f32. */
 #include "engine/gemv.h"
+#include "util/cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -195,25 +196,17 @@ static void gemv_dot_bf16(long N, long K, const uint16_t *W, long ldw, const uin
 
 /* ---- the path ---------------------------------------------------------- */
 
-/* -1: not chosen yet.  A race between two first callers picks the same. */
+/* -1: the process's level (util/cpu.h); else gemv_set_path's */
 static int path = -1;
 
 ss_gemv_path gemv_cpu_best(void)
 {
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16"))
-		return SS_GEMV_AVX512BF16;
-	if (__builtin_cpu_supports("avx512f"))
-		return SS_GEMV_AVX512;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-		return SS_GEMV_AVX2;
-	return SS_GEMV_C;
+	return (ss_gemv_path)ss_cpu_best();   /* the same order of levels */
 }
 
 const char *gemv_path_name(ss_gemv_path p)
 {
-	static const char *const n[] = {"c", "avx2", "avx512", "avx512bf16"};
-	return p >= SS_GEMV_C && p <= SS_GEMV_AVX512BF16 ? n[p] : "?";
+	return ss_isa_name((ss_isa)p);
 }
 
 void gemv_set_path(ss_gemv_path p)
@@ -224,15 +217,7 @@ void gemv_set_path(ss_gemv_path p)
 
 static ss_gemv_path chosen(void)
 {
-	if (path < 0) {
-		ss_gemv_path p = gemv_cpu_best();
-		const char *s = getenv("SINKSCOPE_ISA");
-		for (int i = SS_GEMV_C; s && i < (int)p; i++)
-			if (!strcmp(s, gemv_path_name((ss_gemv_path)i)))
-				p = (ss_gemv_path)i;
-		path = p;
-	}
-	return (ss_gemv_path)path;
+	return path < 0 ? (ss_gemv_path)ss_cpu_isa() : (ss_gemv_path)path;
 }
 
 ss_gemv_path gemv_dot_path(void)

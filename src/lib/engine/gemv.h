@@ -11,9 +11,9 @@
  *   gemv_bf16_dot   x already rounded to bf16 (xb): products of bf16 pairs
  *                   summed in f32 (vdpbf16ps on AVX512_BF16), the bf16
  *                   compute mode's arithmetic.
- * Each runs on the best path the CPU has, chosen once at run time
- * (gemv_path): AVX512_BF16 (dot only), AVX-512F, AVX2+FMA, plain C.
- * SINKSCOPE_ISA=avx512|avx2|c forces a lower path (tests run them all).
+ * Each runs on the process's instruction-set level (util/cpu.h: cpuid,
+ * SINKSCOPE_ISA=c|avx2|avx512 forces a lower one): AVX512_BF16 (dot
+ * only), AVX-512F, AVX2+FMA, plain C; gemv_path names it.
  */
 #ifndef SS_GEMV_H
 #define SS_GEMV_H
@@ -32,9 +32,9 @@ ss_gemv_path gemv_path(void);
 ss_gemv_path gemv_dot_path(void);
 /* "avx512bf16", "avx512", "avx2", "c" */
 const char *gemv_path_name(ss_gemv_path p);
-/* The most the CPU runs (cpuid), whatever SINKSCOPE_ISA says. */
+/* The most the CPU runs (ss_cpu_best), whatever SINKSCOPE_ISA says. */
 ss_gemv_path gemv_cpu_best(void);
-/* Use path p (at most the CPU's best) from now on; tests. */
+/* Use path p (at most the CPU's best) from now on, for gemv alone; tests. */
 void gemv_set_path(ss_gemv_path p);
 
 #endif
