@@ -420,8 +420,10 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 		long j = t->pos, ls = t->l_start;
 		const float *nrm = st.resid_norm + (size_t)ls * T;
 		r->base_norm = nrm[j];
-		r->base_sink = ss_is_sink(&o->sp, st.resid_cos0[(size_t)ls * T + j], nrm[j],
-		                          ss_median_f32(nrm, T));
+		double med0;
+		if (ss_median_f32(nrm, T, &med0, e) < 0)
+			goto done;
+		r->base_sink = ss_is_sink(&o->sp, st.resid_cos0[(size_t)ls * T + j], nrm[j], med0);
 		r->base_score = score_of(&st, H, T, ls, j);
 		if (o->exact) {
 			dec_set_interv(&dec, &ivs[i], 1);
@@ -431,7 +433,8 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 				goto done;
 			r->norm = st2.resid_norm[(size_t)ls * T + j];
 			r->cos0 = st2.resid_cos0[(size_t)ls * T + j];
-			r->median = ss_median_f32(st2.resid_norm + (size_t)ls * T, T);
+			if (ss_median_f32(st2.resid_norm + (size_t)ls * T, T, &r->median, e) < 0)
+				goto done;
 			r->score = score_of(&st2, H, T, ls, j);
 		} else {
 			const float *x = xs + i * D, *h0 = b.h0 + (size_t)ls * D;
@@ -440,7 +443,8 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 			r->cos0 = nx > 0 && n0 > 0 ? dot(x, h0, D) / (nx * n0) : 0;
 			memcpy(tmp, nrm, T * sizeof *tmp);
 			tmp[j] = (float)nx;
-			r->median = ss_median_f32(tmp, T);
+			if (ss_median_f32(tmp, T, &r->median, e) < 0)
+				goto done;
 			kv_get(&dec.kv, (int)ls, j, kold, vtmp);
 			r->score = approx_score(c, (int)ls, T, j, b.hq[ls], lse[ls], kold, keys + i * kvd,
 			                        selfs + i * H);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 void sink_params_default(ss_sink_params *p)
 {
 	memset(p, 0, sizeof *p);
@@ -94,16 +93,17 @@ static double median_scratch(const float *x, long n, float *tmp)
 	return 0.5 * ((double)lo + hi);
 }
 
-double ss_median_f32(const float *x, long n)
+int ss_median_f32(const float *x, long n, double *med, ss_err *e)
 {
+	*med = 0;
 	if (n <= 0)
 		return 0;
-	float *tmp = malloc((size_t)n * sizeof *tmp);
-	if (!tmp) /* fall back to a slow but allocation-free answer */
-		return x[n / 2];
-	double m = median_scratch(x, n, tmp);
+	float *tmp = ss_malloc((size_t)n, sizeof *tmp, "median scratch", e);
+	if (!tmp)
+		return -1;
+	*med = median_scratch(x, n, tmp);
 	free(tmp);
-	return m;
+	return 0;
 }
 
 int ss_is_sink(const ss_sink_params *p, double cos0, double norm, double median_norm)
@@ -123,9 +123,23 @@ static int layer_medians(const ss_trace *tr, double *med, ss_err *e)
 	return 0;
 }
 
+/* The rule over layers lo..hi given the layer medians med[0..L]. */
+static void mask_from(const ss_trace *tr, const ss_sink_params *p, long lo, long hi,
+                      const double *med, unsigned char *mask)
+{
+	long T = tr->T;
+	memset(mask, 0, (size_t)(tr->L + 1) * (size_t)T);
+	for (long l = lo; l <= hi; l++) {
+		const float *nr = tr->resid_norm + (size_t)l * T, *cs = tr->resid_cos0 + (size_t)l * T;
+		unsigned char *m = mask + (size_t)l * T;
+		for (long j = 1; j < T; j++)
+			m[j] = (unsigned char)ss_is_sink(p, cs[j], nr[j], med[l]);
+	}
+}
+
 int sink_mask(const ss_trace *tr, const ss_sink_params *p, unsigned char *mask, ss_err *e)
 {
-	long lo, hi, T = tr->T;
+	long lo, hi;
 	if (sink_params_check(p, tr->L, &lo, &hi, e))
 		return -1;
 	double *med = ss_malloc((size_t)tr->L + 1, sizeof(double), "medians", e);
@@ -133,14 +147,7 @@ int sink_mask(const ss_trace *tr, const ss_sink_params *p, unsigned char *mask, 
 		free(med);
 		return -1;
 	}
-	memset(mask, 0, (size_t)(tr->L + 1) * (size_t)T);
-	for (long l = lo; l <= hi; l++) {
-		const float *nr = tr->resid_norm + (size_t)l * T, *cs = tr->resid_cos0 + (size_t)l * T;
-		unsigned char *m = mask + (size_t)l * T;
-		double thr = p->tau_norm * med[l];
-		for (long j = 1; j < T; j++)
-			m[j] = cs[j] > p->tau_cos && nr[j] >= thr;
-	}
+	mask_from(tr, p, lo, hi, med, mask);
 	free(med);
 	return 0;
 }
@@ -211,8 +218,9 @@ int sink_episodes(const ss_trace *tr, const ss_sink_params *p, ss_episode **eps,
 	ss_episode *out = NULL;
 	size_t cnt = 0, cap = 0;
 	int rc = -1;
-	if (!mask || !med || layer_medians(tr, med, e) || sink_mask(tr, p, mask, e))
+	if (!mask || !med || layer_medians(tr, med, e))
 		goto done;
+	mask_from(tr, p, lo, hi, med, mask);
 	long nl = hi - lo + 1;
 	long smax = lo - 1 + (long)fmax(1, ceil(p->primary_start_frac * (double)nl - 1e-9));
 	long emin = lo - 1 + (long)fmax(1, floor(p->primary_end_frac * (double)nl + 1e-9));

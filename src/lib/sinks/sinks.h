@@ -27,10 +27,14 @@ typedef struct ss_sink_params {
 
 void sink_params_default(ss_sink_params *p);
 
-/* Median of n floats (does not modify x). */
-double ss_median_f32(const float *x, long n);
+/* *med = the median of n floats (the mean of the two middle ones when n
+ * is even; 0 when n <= 0); x is not modified.  Fails only when its
+ * scratch copy cannot be allocated. */
+int ss_median_f32(const float *x, long n, double *med, ss_err *e);
 
-/* The rule itself, for one (layer, position). */
+/* The rule itself, for one (layer, position): the one home of the
+ * comparison; sink_mask, sink_episodes, swapexp and kvevict's online rule
+ * call it. */
 int ss_is_sink(const ss_sink_params *p, double cos0, double norm, double median_norm);
 
 /* mask[l * T + j] = 1 when j is a sink at layer l (l = 0..L; position 0 is
