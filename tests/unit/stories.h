@@ -5,7 +5,7 @@
  * those of llama2.c's run.c at temperature 0 (issue 3; they decode to "Once
  * upon a time, there was a little girl named Lily. She loved to play
  * outside in the park. One day, she saw a big, r").  Included by
- * test_stories.c and test_gen.c, each its own program. */
+ * test_stories.c, test_gen.c and test_probe.c, each its own program. */
 #ifndef SS_TEST_STORIES_H
 #define SS_TEST_STORIES_H
 
