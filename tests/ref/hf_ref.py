@@ -156,7 +156,7 @@ def act_fn(name):
     raise SystemExit("hf_ref: unsupported activation %r" % name)
 
 
-def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit):
+def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=None, attn_hook=None):
     """The families beyond the paper, after transformers' modeling_gpt2,
     modeling_gpt_neox, modeling_gemma2, modeling_gemma3 (text), modeling_olmo2,
     modeling_mixtral, modeling_qwen2_moe and modeling_qwen3_moe (eager):
@@ -317,7 +317,12 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit):
         s = (q @ k.transpose(1, 2)) * scale
         if cap:
             s = torch.tanh(s / cap) * cap
-        A = torch.softmax(s + mask_of(window[l]), -1)
+        mask = mask_of(window[l])
+        if allowed_of is not None:   # a key selection within the layer's causal window
+            mask = torch.where(allowed_of(l + 1, mask == 0), 0.0, float("-inf")).to(dt)
+        A = torch.softmax(s + mask, -1)
+        if attn_hook is not None:
+            attn_hook(l + 1, A)
         o = (A @ v).transpose(0, 1).reshape(T, H * hd)
         if gpt2:
             a = o @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
@@ -435,9 +440,7 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
     if edit is None:
         edit = lambda l, c, x: x
     if cfg["architectures"][0] in FAMILIES:
-        if allowed_of is not None or attn_hook is not None:
-            raise SystemExit("hf_ref: key selections are not implemented for %s" % cfg["architectures"][0])
-        return forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit)
+        return forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of, attn_hook)
     if dt != torch.float64:
         w = {k: v.to(dt) for k, v in w.items()}
     w = Used(w)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # kvevict against an independent float64 PyTorch reference
 # (tests/ref/kvevict_ref.py, on hf_ref.forward with the key selection) on
-# random models of two architectures (Llama; Qwen3 with q/k norms and an
-# explicit head_dim), both with GQA: every policy's masks checked against
+# random models of four architectures (Llama; Qwen3 with q/k norms and an
+# explicit head_dim; Mistral and Gemma 2 with a sliding window of 24 keys
+# that binds at T = 100), all with GQA: every policy's masks checked against
 # its definition, the masked forward pass's nll, kl and top1, the full
 # pass's nll, and the attention mass lost per layer and key class
 # (tolerances in kvevict_ref.py: 1e-4 on nll, 1e-4 + 1e-3 kl on kl, one
@@ -36,10 +37,15 @@ ref() { # name dir
 		"$TMP/$n.masks" "$TMP/eps.tsv" 4 7 2>&1 | sed '/\t/!s/^/not ok\tkvevict_ref.py\t/')
 }
 M=$TMP/models
-for v in "llama" "qwen3"; do
-	if $PY "$SS_ROOT/tests/tools/mkmodel.py" --arch $v --dtype f32 --layers 4 "$M/$v" >/dev/null 2>&1; then
+# arch[:window]: Mistral slides on every layer, Gemma 2 on layers 1 and 3
+# (with attention and final-logit soft-capping); a window of 24 < T binds,
+# below and above the budgets
+for va in "llama" "qwen3" "mistral:24" "gemma2:24"; do
+	v=${va%%:*} win=()
+	[ "$va" = "$v" ] || { win=(--window "${va#*:}"); v=$v-swa; }
+	if $PY "$SS_ROOT/tests/tools/mkmodel.py" --arch "${va%%:*}" --dtype f32 --layers 4 "${win[@]}" "$M/$v" >/dev/null 2>&1; then
 		ref "$v" "$M/$v"
-	else t_fail "mkmodel.py --arch $v"; fi
+	else t_fail "mkmodel.py --arch $va"; fi
 done
 # teeth: streaming 12's masks with one more key hidden from every cut query
 awk -F'\t' 'BEGIN{OFS="\t"} NR==1 || ($1=="streaming" && $2==12) {if (NR>1) $5=$5+1; print}' \

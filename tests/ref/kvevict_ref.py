@@ -25,6 +25,11 @@ Prints one line per check: "ok|not ok<TAB>what<TAB>detail".
 3. The mass the full reference attention puts on the hidden keys, per
    layer and class (episode table: position 0 and primary rows primary,
    the rest secondary), matches lost_* within 1e-5.
+A layer with a sliding window W (Mistral, Qwen2's use_sliding_window,
+Gemma 2/3's sliding layers, written here from the config) lets query i see
+only keys j > i - W: the masks must be the policy's choice within that
+window; heavy's choice is checked block by block while no kept key can be
+older than the window, after that only as lying in the window.
 Tolerances: the engine computes in f32 (attention probabilities to ~1e-6,
 logits to ~1e-5 on these models); a wrong mask moves nll by 1e-2 or more.
 """
@@ -68,12 +73,31 @@ def visible_rule(i, B, cand, cap):
     raise AssertionError("no window")
 
 
+def windows(cfg):
+    """The sliding window of each layer 1..L (None: none), from the config."""
+    arch, L, g = cfg["architectures"][0], cfg["num_hidden_layers"], cfg.get
+    if arch.startswith("Gemma"):
+        lt = g("layer_types")
+        if lt is None:
+            pat = 2 if arch == "Gemma2ForCausalLM" else g("sliding_window_pattern", 6)
+            lt = ["sliding_attention" if (i + 1) % pat else "full_attention" for i in range(L)]
+        return [None] + [g("sliding_window", 4096) if t == "sliding_attention" else None for t in lt]
+    if arch in ("MistralForCausalLM", "Phi3ForCausalLM", "MixtralForCausalLM") or (
+            arch == "Qwen2ForCausalLM" and g("use_sliding_window")):
+        return [None] + [g("sliding_window")] * L
+    return [None] * (L + 1)
+
+
 def main():
     model, idsf, totf, layf, maskf, epf, K, seed = sys.argv[1:9]
     K, seed = int(K), int(seed)
     cfg, w = hf_ref.load(model)
     ids = [int(t) for t in open(idsf).read().split()]
     T, L, H = len(ids), cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    W = windows(cfg)
+
+    def in_window(l, i, keys):
+        return {j for j in keys if W[l] is None or j > i - W[l]}
     eps = read_tsv(epf)
     out = []
 
@@ -89,7 +113,7 @@ def main():
     def vis_of(key, l, i):
         row = masks.get(key, {}).get(l, {}).get(i)
         if row is None:
-            return set(range(i + 1))
+            return in_window(l, i, range(i + 1))
         lo, kept = row
         return set(kept) | set(range(lo, i + 1))
 
@@ -123,9 +147,14 @@ def main():
         for l in range(1, L + 1):
             for i in range(T):
                 v = vis_of(key, l, i)
-                if len(v) != min(i, B) + 1 or max(v) != i:
+                n = min(i, B) + 1
+                if W[l] is not None and i - W[l] >= 0:   # the window binds
+                    if not (len(v) <= min(n, W[l]) and max(v) == i and min(v) > i - W[l]):
+                        bad.append("layer %d query %d sees %d keys, window %d" % (l, i, len(v), W[l]))
+                elif len(v) != n or max(v) != i:
                     bad.append("layer %d query %d sees %d keys" % (l, i, len(v)))
-        check(not bad, "%s %d: every query sees min(i, B) keys besides its own" % key, "; ".join(bad[:3]))
+        check(not bad, "%s %d: every query sees min(i, B) keys besides its own (within the window)" % key,
+              "; ".join(bad[:3]))
         hh, win = B // 2, B - B // 2
         A_pol = {}
         pol_out = hf_ref.forward(cfg, w, ids, keep_acts=False, allowed_of=allowed_for(key),
@@ -156,7 +185,7 @@ def main():
                         ks[t0 // CHUNK] = list(keep)
                     cand_of, cap = (lambda i, ks=ks: ks[i // CHUNK]), hh
                 for i in range(T):
-                    want = visible_rule(i, B, cand_of(i), cap)
+                    want = in_window(l, i, visible_rule(i, B, cand_of(i), cap))
                     if vis_of(key, l, i) != want:
                         bad.append("layer %d query %d: %s, want %s" % (l, i, sorted(vis_of(key, l, i))[:8],
                                                                       sorted(want)[:8]))
@@ -175,6 +204,10 @@ def main():
                         keep = cand
                         continue
                     lo, kept = masks[key][l][last]
+                    if W[l] is not None and last - W[l] >= 0:   # the window may hide kept keys
+                        if not set(kept) <= set(cand) or (kept and min(kept) <= last - W[l]):
+                            bad.append("layer %d block %d keeps %s outside window %d" % (l, t0, kept[:6], W[l]))
+                        break
                     s = cum[:t0].sum(0)   # received before the block
                     drop = sorted(set(cand) - set(kept))
                     if len(kept) != hh or not set(kept) <= set(cand):

@@ -89,6 +89,7 @@ void kv_result_free(kv_result *r)
 		free(r->rec[i].nk);
 		free(r->rec[i].kept);
 		free(r->rec[i].off);
+		free(r->rec[i].d);
 	}
 	free(r->rec);
 	free(r->pairs);
@@ -153,7 +154,7 @@ void kv_masks_write(FILE *f, const kv_result *r)
 					continue;
 				fprintf(f, "%s\t%ld\t%ld\t%ld\t%ld\t", kv_policy_names[r->pairs[p].pol], r->pairs[p].budget,
 				        l + 1, i, x->lo[i]);
-				const long *K = x->kept + x->off[i / x->chunk];
+				const long *K = x->kept + x->off[i / x->chunk] + x->d[i];
 				for (long k = 0; k < x->nk[i]; k++)
 					fprintf(f, k ? ",%ld" : "%ld", K[k]);
 				fputs(x->nk[i] ? "\n" : "-\n", f);

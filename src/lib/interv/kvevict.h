@@ -24,7 +24,11 @@
  *              layer) when the keys leaving the window overfill the list,
  *              the rest a window; per block of 8 queries;
  *   full       every key.
- * The selection is shared by every head of the layer.
+ * The selection is shared by every head of the layer.  On a layer with a
+ * sliding window W (Mistral, Qwen2 with use_sliding_window, Gemma 2/3's
+ * sliding layers) query i sees the policy's keys that lie in the model's
+ * window, j > i - W, as the model itself would: the budget counts the
+ * policy's cache, the window what the layer reads of it.
  *
  * Measures per policy and budget, over the T - 1 positions with a next
  * token, in double: NLL of the next token and its ratio exp(NLL - NLL_full)
