@@ -175,4 +175,46 @@ for fs in "${fams[@]}"; do
 		t_ok "$f: pcaprobe var_ratio, projections, gain, cos_u within 1e-4 (worst:$r)" test $ok -eq 0
 	else t_fail "$f: pcaprobe ran" "$(head -2 err)"; fi
 done
+
+# 3. Gemma 2's final logit soft-capping (logits z -> cap tanh(z / cap)): the
+#    stats and activations never see it, so the next-token NLL of the full
+#    pass (kvevict's nll_full) is compared with the reference's on
+#    gemma2-f32 (cap 2.0, T = 300, windows binding), within 1e-4 as in
+#    kvevict_ref.py.  The cap moves the reference's NLL by more than 1e-2,
+#    and configs with a wrong cap (4.0, none) are caught: their nll_full is
+#    off the reference by more than 1e-3.
+G=$M/gemma2-f32 C=$TMP/cap
+mkdir -p "$C"
+ref=$($PY - "$REF" "$G" "$TMP/ids" <<'PYEOF'
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+import hf_ref
+cfg, w = hf_ref.load(sys.argv[2])
+ids = [int(t) for t in open(sys.argv[3]).read().split()]
+tgt = torch.tensor(ids[1:])
+out = []
+for cap in (cfg["final_logit_softcapping"], None):
+    cfg["final_logit_softcapping"] = cap
+    lf = torch.log_softmax(hf_ref.forward(cfg, w, ids, keep_acts=False)["logits"], -1)
+    out.append(float(-lf[:-1].gather(1, tgt[:, None]).mean()))
+print("%.9f %.9f" % tuple(out))
+PYEOF
+)
+read -r nll nocap <<<"$ref"
+t_ok "gemma2-f32: final soft-capping moves the reference's nll by > 1e-2 ($nll vs $nocap uncapped)" \
+	awk -v a="$nll" -v b="$nocap" 'BEGIN { d = a - b; exit !(a != "" && (d > 1e-2 || d < -1e-2)) }'
+capnll() { # model dir -> kvevict's nll_full
+	kvevict -m "$1" --ids "$TMP/ids" --policies full --budgets 1 -t 2 2>"$C/err" | awk -F'\t' 'NR == 2 {print $6}'
+}
+got=$(capnll "$G")
+t_ok "gemma2-f32: kvevict's nll_full (soft-capped logits) = reference within 1e-4 ($got vs $nll)" \
+	awk -v a="$got" -v b="$nll" 'BEGIN { d = a - b; exit !(a != "" && d < 1e-4 && d > -1e-4) }'
+for mu in 4.0 None; do
+	cp -r "$G" "$C/m$mu"
+	$PY -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c['final_logit_softcapping'] = $mu; json.dump(c, open(p, 'w'))" \
+		"$C/m$mu/config.json"
+	got=$(capnll "$C/m$mu")
+	t_ok "mutant gemma2-f32 [final_logit_softcapping = $mu]: nll_full off the reference by > 1e-3 ($got vs $nll)" \
+		awk -v a="$got" -v b="$nll" 'BEGIN { d = a - b; exit !(a != "" && (d > 1e-3 || d < -1e-3)) }'
+done
 t_done
