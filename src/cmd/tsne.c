@@ -20,7 +20,7 @@
 #define PROG "tsne"
 
 static long o_layer = -1, o_iter = 1000, o_exag_iter = 250, o_pca = 50, o_seed = 1,
-            o_threads = SS_THREADS_UNSET, o_knn = 5, o_min_life = 1;
+            o_threads = SS_THREADS_UNSET, o_knn = 5, o_min_life = 1, o_perm = 100;
 static double o_perp = 30, o_theta = 0.5, o_exag = 12, o_lr = 0, o_tau_cos = NAN,
               o_tau_norm = NAN;
 static int o_exact, o_quiet;
@@ -33,7 +33,7 @@ static size_t n_want;
 static const ss_opt opts[] = {
 	{"layer", 0, SS_OPT_INT, &o_layer, "L", "layer of /acts/COMPONENT to embed", NULL},
 	{"labels", 0, SS_OPT_STRING, &o_labels, "SINKS.tsv", "sinkdetect episodes for the labels", NULL},
-	{"only", 0, SS_OPT_STRING, &o_only, "LIST", "keep rows of these labels (future,control,other)", NULL},
+	{"only", 0, SS_OPT_STRING, &o_only, "LIST", "keep rows of these labels (future,twin,control,other)", NULL},
 	{"classes", 0, SS_OPT_STRING, &o_classes, "LIST", "token classes of controls (space,punct,digit)", NULL},
 	{"min-lifetime", 0, SS_OPT_INT, &o_min_life, "N", "future: episodes of at least N layers (1)", NULL},
 	{"l-start", 0, SS_OPT_STRING, &o_lstart, "A-B", "future: episodes starting in layers A..B", NULL},
@@ -55,6 +55,7 @@ static const ss_opt opts[] = {
 	{"output", 'o', SS_OPT_STRING, &o_out, "FILE.h5", "write the embedding to HDF5", NULL},
 	{"scan", 0, SS_OPT_STRING, &o_scan, "LAYERS", "separability per layer instead of one embedding", NULL},
 	{"knn", 'k', SS_OPT_INT, &o_knn, "K", "neighbours of the k-NN vote (5)", NULL},
+	{"permutations", 0, SS_OPT_INT, &o_perm, "N", "--scan: label permutations of the chance level (100)", NULL},
 	{"quiet", 'q', SS_OPT_FLAG, &o_quiet, NULL, "no summary line on stderr", NULL},
 	{0},
 };
@@ -76,11 +77,11 @@ static int parse_only(const char *s, unsigned *mask, ss_err *e)
 		return ss_err_set(e, "out of memory");
 	for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		int k;
-		for (k = 0; k < DECISION_OTHER + 1; k++)
+		for (k = 0; k < DECISION_NONE; k++)
 			if (!strcmp(t, decision_lab_name[k]))
 				break;
-		if (k > DECISION_OTHER) {
-			ss_err_status(e, SS_EXIT_USAGE, "--only: unknown label '%s' (future, control, other)", t);
+		if (k == DECISION_NONE) {
+			ss_err_status(e, SS_EXIT_USAGE, "--only: unknown label '%s' (future, twin, control, other)", t);
 			free(c);
 			return -1;
 		}
@@ -155,7 +156,8 @@ static int check_options(unsigned *only, unsigned *classes, decision_rule *rule,
 	                  : o_theta < 0   ? "--theta: must not be negative"
 	                  : o_pca < 0     ? "--pca: must not be negative"
 	                  : o_exag_iter < 0 ? "--exag-iter: must not be negative"
-	                  : o_lr < 0      ? "--learning-rate: must not be negative" : NULL;
+	                  : o_lr < 0      ? "--learning-rate: must not be negative"
+	                  : o_perm < 1 || o_perm > 100000 ? "--permutations: must be 1 to 100000" : NULL;
 	if (bad)
 		return ss_err_status(e, SS_EXIT_USAGE, "%s", bad);
 	if (o_only && parse_only(o_only, only, e) < 0)
@@ -179,29 +181,36 @@ static int check_options(unsigned *only, unsigned *classes, decision_rule *rule,
 	rule->n_levels = n_want;
 	if (o_level && !o_labels)
 		return ss_err_status(e, SS_EXIT_USAGE, "--level needs --labels (the table of sinklevels --assign)");
+	if (o_scan && o_only)
+		return ss_err_status(e, SS_EXIT_USAGE, "--only: not with --scan (the scan compares future sinks "
+		                     "with their twins and with the controls)");
 	if (o_scan && o_out)
 		return ss_err_status(e, SS_EXIT_USAGE, "--output: not with --scan (the scan is a table on stdout: "
 		                     "redirect it, > FILE)");
 	return 0;
 }
 
-/* --scan: the table on stdout */
-static int run_scan(const decision_set *d, unsigned only, ss_err *e)
+/* --scan: the table on stdout, the decision layer on stderr */
+static int run_scan(const decision_set *d, ss_err *e)
 {
 	unsigned char *mask = calloc(d->L + 1, 1);
 	if (!mask)
 		return ss_err_set(e, "out of memory");
-	ss_progress pg;
-	ss_tsne_params p;
-	params(&p, &pg);
+	decision_scan_params p = {.k = (int)o_knn, .permutations = (int)o_perm, .seed = (uint64_t)o_seed};
 	decision_row *r = NULL;
-	long n = 0;
+	long n = 0, dl = 0;
 	int rc = -1;
 	if (ss_parse_layers(o_scan, (int)d->L, mask, "--scan", e) == 0 &&
-	    decision_scan(d, mask, only ? only : (1u << DECISION_FUTURE) | (1u << DECISION_CONTROL), (int)o_knn, &p,
-	             &pg, &r, &n, e) == 0) {
-		decision_scan_write(stdout, r, n);
+	    decision_scan(d, mask, &p, &r, &n, &dl, e) == 0) {
+		decision_scan_write(stdout, r, n, dl);
 		rc = 0;
+		if (!o_quiet && dl)
+			ss_warn(PROG, "decision layer %ld: from it on, future sinks separate from the same "
+			        "tokens that do not become sinks (Wilson 95%% lower bound of k-NN accuracy "
+			        "above the 95th percentile of %ld permutations)", dl, o_perm);
+		else if (!o_quiet)
+			ss_warn(PROG, "no decision layer: at the last layer scanned, future sinks do not "
+			        "separate from the same tokens that do not become sinks beyond chance");
 	}
 	free(r);
 	free(mask);
@@ -259,7 +268,7 @@ static int label_rows(ss_matrix *R, const decision_set *d, unsigned only, ss_err
 			R->lab[i] = DECISION_NONE;
 			if (R->ltext && R->ltext[i]) {
 				R->lab[i] = DECISION_OTHER;
-				for (int k = 0; k < DECISION_OTHER; k++)
+				for (int k = 0; k < DECISION_NONE; k++)
 					if (!strcmp(R->ltext[i], decision_lab_name[k]))
 						R->lab[i] = k;
 			}
@@ -326,7 +335,7 @@ int main(int argc, char **argv)
 	if (o_labels && decision_read_episodes(&d, o_labels, &e) < 0)
 		goto done;
 	if (o_scan) {
-		rc = run_scan(&d, only, &e);
+		rc = run_scan(&d, &e);
 		goto done;
 	}
 	/* one embedding */

@@ -1,6 +1,7 @@
 /* test_decision.c - the decision study (analysis/decision.h) on hand-made
  * sources: which positions are future sinks at a layer under each part of
- * the rule, controls and others; and the TSV matrix reader under it
+ * the rule, twins, controls and others; the Wilson interval and the rule
+ * of the decision layer by hand; and the TSV matrix reader under it
  * (io/matrix.h): metadata columns, positions, errors, selection. */
 #include <math.h>
 #include <setjmp.h>
@@ -16,27 +17,32 @@
 static void test_label(void **st)
 {
 	ss_mat_src S[2] = {{.name = "a.h5", .T = 6, .T_known = 1}, {.name = "b.h5", .T = 4, .T_known = 1}};
-	unsigned char ca[6] = {0, 1, 0, 1, 0, 0}, cb[4] = {0, 0, 1, 0};
-	unsigned char *control[2] = {ca, cb};
+	/* tokens: 7 is a future sink's (a:2, b:1); 9 only a's pos 3 (lifetime 1) */
+	int32_t ia[6] = {1, 5, 7, 9, 7, 5}, ib[4] = {1, 7, 5, 7};
+	ss_trace tr[2] = {{.T = 6, .ids = ia}, {.T = 4, .ids = ib}};
+	unsigned char ca[6] = {0, 1, 0, 1, 0, 1}, cb[4] = {0, 0, 1, 0};
+	unsigned char ta[6] = {0, 0, 0, 0, 1, 0}, tb[4] = {0, 0, 0, 1};
+	unsigned char *control[2] = {ca, cb}, *twin[2] = {ta, tb};
 	decision_future ep[3] = {
 		{.si = 0, .pos = 2, .l_start = 5, .lifetime = 3, .level = 2},
 		{.si = 0, .pos = 3, .l_start = 3, .lifetime = 1, .level = 1}, /* a control too */
 		{.si = 1, .pos = 1, .l_start = 4, .lifetime = 2, .level = 1},
 	};
-	decision_set d = {.S = S, .ns = 2, .control = control, .L = 8, .ep = ep, .n_ep = 3,
-	                  .rule = {.min_life = 1, .lo = 0, .hi = 1L << 30}};
+	decision_set d = {.S = S, .ns = 2, .tr = tr, .control = control, .twin = twin, .L = 8,
+	                  .ep = ep, .n_ep = 3, .rule = {.min_life = 1, .lo = 0, .hi = 1L << 30}};
 	/* future only before l_start */
 	assert_int_equal(decision_label(&d, 0, 2, 4), DECISION_FUTURE);
 	assert_int_equal(decision_label(&d, 0, 2, 5), DECISION_OTHER);
 	assert_int_equal(decision_label(&d, 0, 3, 2), DECISION_FUTURE);
-	assert_int_equal(decision_label(&d, 0, 3, 3), DECISION_CONTROL);
+	/* after l_start a non-informative never-sink... of a future text: no control */
+	assert_int_equal(decision_label(&d, 0, 3, 3), DECISION_OTHER);
 	assert_int_equal(decision_label(&d, 0, 1, 1), DECISION_CONTROL);
+	assert_int_equal(decision_label(&d, 0, 4, 1), DECISION_TWIN);
 	assert_int_equal(decision_label(&d, 1, 1, 3), DECISION_FUTURE);
 	assert_int_equal(decision_label(&d, 1, 2, 3), DECISION_CONTROL);
-	assert_int_equal(decision_label(&d, 1, 3, 3), DECISION_OTHER);
-	/* the source counts: position 2 of b is no episode */
-	assert_int_equal(decision_label(&d, 1, 2, 1), DECISION_CONTROL);
-	/* lifetime */
+	assert_int_equal(decision_label(&d, 1, 3, 3), DECISION_TWIN);
+	assert_int_equal(decision_label(&d, 0, 5, 3), DECISION_CONTROL);
+	/* lifetime: a:3 (token 9) is no future sink's text any more */
 	d.rule.min_life = 2;
 	assert_int_equal(decision_label(&d, 0, 3, 2), DECISION_CONTROL);
 	assert_int_equal(decision_label(&d, 1, 1, 3), DECISION_FUTURE);
@@ -49,6 +55,36 @@ static void test_label(void **st)
 	d.rule = (decision_rule){.min_life = 1, .lo = 0, .hi = 1L << 30, .levels = lv, .n_levels = 1};
 	assert_int_equal(decision_label(&d, 0, 2, 1), DECISION_FUTURE);
 	assert_int_equal(decision_label(&d, 1, 1, 1), DECISION_OTHER);
+}
+
+/* Wilson 95%: 80 of 100 gives 0.7112..0.8666 (Newcombe 1998, method 3);
+ * all of n gives n / (n + z^2) .. 1; none, 0 .. z^2 / (n + z^2) */
+static void test_wilson(void **st)
+{
+	double lo, hi, z = 1.959964;
+	decision_wilson(0.8, 100, z, &lo, &hi);
+	assert_true(fabs(lo - 0.71117) < 1e-5 && fabs(hi - 0.86663) < 1e-5);
+	decision_wilson(1, 212, z, &lo, &hi);
+	assert_true(fabs(lo - 212 / (212 + z * z)) < 1e-12 && hi == 1);
+	decision_wilson(0, 50, z, &lo, &hi);
+	assert_true(lo == 0 && fabs(hi - z * z / (50 + z * z)) < 1e-12);
+}
+
+/* the rule: the earliest layer from which on every measured layer leaves
+ * chance; layers without a same-text comparison do not count */
+static void test_rule(void **st)
+{
+	decision_row r[6] = {{.layer = 1}, {.layer = 2}, {.layer = 3}, {.layer = 4}, {.layer = 5}, {.layer = 6}};
+	int have[6] = {1, 1, 1, 1, 1, 0}, leaves[6] = {1, 0, 1, 1, 1, 0};
+	for (int i = 0; i < 6; i++)
+		r[i].same = (decision_cmp){.have = have[i], .leaves = leaves[i]};
+	assert_int_equal(decision_layer_of(r, 6), 3);
+	r[4].same.leaves = 0; /* the last measured layer at chance: none */
+	assert_int_equal(decision_layer_of(r, 6), 0);
+	r[4].same.leaves = 1;
+	r[1].same.have = 0; /* a gap without a measure does not break the run */
+	assert_int_equal(decision_layer_of(r, 6), 1);
+	assert_int_equal(decision_layer_of(r, 0), 0);
 }
 
 static int read_text(const char *text, ss_matrix *m, ss_err *e)
@@ -112,6 +148,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_label),
+		cmocka_unit_test(test_wilson),
+		cmocka_unit_test(test_rule),
 		cmocka_unit_test(test_matrix),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
