@@ -7,6 +7,7 @@
 #include "sinks/tokclass.h"
 #include "io/episodes.h"
 #include "io/tsv.h"
+#include "engine/kernels.h"
 
 const char *const swap_comp_names[SS_SWAP_NCOMP] = {"resid", "attn_out", "mlp_out"};
 static const ss_hook_point comp_hook[SS_SWAP_NCOMP] = {SS_HOOK_RESID, SS_HOOK_ATTN_OUT,
@@ -201,14 +202,6 @@ static int layer_lse(ss_dec *d, int layer, const float *q, long T, double *lse, 
 	return 0;
 }
 
-static double dot(const float *a, const float *b, long n)
-{
-	double s = 0;
-	for (long i = 0; i < n; i++)
-		s += (double)a[i] * b[i];
-	return s;
-}
-
 /* The cheap sink-score of j at ls (swap.h). */
 static double approx_score(const ss_config *c, int layer, long T, long j, const float *q,
                            const double *lse, const float *k_old, const float *k_new, const float *self)
@@ -223,7 +216,7 @@ static double approx_score(const ss_config *c, int layer, long T, long j, const 
 		for (long i = j + 1; i < iend; i++) {   /* the queries that see key j */
 			const float *qi = q + (size_t)i * H * hd + h * hd;
 			double l = lse[i * H + h];
-			double so = scale * dot(qi, ko, hd), sn = scale * dot(qi, kn, hd);
+			double so = scale * k_dot(qi, ko, hd), sn = scale * k_dot(qi, kn, hd);
 			if (cap > 0) {
 				so = cap * tanh(so / cap);
 				sn = cap * tanh(sn / cap);
@@ -438,9 +431,9 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 			r->score = score_of(&st2, H, T, ls, j);
 		} else {
 			const float *x = xs + i * D, *h0 = b.h0 + (size_t)ls * D;
-			double nx = sqrt(dot(x, x, D)), n0 = sqrt(dot(h0, h0, D));
+			double nx = sqrt(k_sumsq(x, D)), n0 = sqrt(k_sumsq(h0, D));
 			r->norm = nx;
-			r->cos0 = nx > 0 && n0 > 0 ? dot(x, h0, D) / (nx * n0) : 0;
+			r->cos0 = nx > 0 && n0 > 0 ? k_dot(x, h0, D) / (nx * n0) : 0;
 			memcpy(tmp, nrm, T * sizeof *tmp);
 			tmp[j] = (float)nx;
 			if (ss_median_f32(tmp, T, &r->median, e) < 0)
