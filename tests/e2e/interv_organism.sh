@@ -10,7 +10,9 @@
 #   - one of pcaprobe's top 4 principal components of mlp_in at l_start has
 #     |cos| > 0.98 with the planted direction (what is left: the bulk and u
 #     coordinates the nuisance moves), and the MLP amplifies along it
-#     (gain > 2 at 2 sd).
+#     (gain > 2 at 2 sd);
+#   - pcaprobe cos_u (the response's direction) follows gain - 1 in sign, 0 at
+#     alpha 0; swapexp base_score is the episode's score_start (layer l_start+1).
 . "$(dirname "$0")/../lib.sh"
 for p in mkorganism actdump sinkdetect swapexp pcaprobe; do
 	if [ ! -x "$SS_BIN/$p" ]; then t_skip "organism swaps and PCA" "$p not built yet"; t_done; exit 0; fi
@@ -43,4 +45,21 @@ read -r k c < <(awk -F'\t' 'NR==FNR { if ($1=="decision") dir=$5; next } FNR>1 {
 t_ok "one of the top 4 components (number $k) has |cos| with the planted direction > 0.98 (got $c)" awk -v c="$c" 'BEGIN{exit !(c > 0.98)}'
 g=$(pcaprobe -m org t.h5 eps.tsv --layer "$LS" --components 4 -a 2 | awk -F'\t' -v k="$k" 'NR>1 && $3==k {print $9}')
 t_ok "the MLP amplifies along that component (gain at 2 sd: $g)" awk -v g="$g" 'BEGIN{exit !(g > 2)}'
+# cos_u is the direction of the MLP's response to the move (pcaprobe(1)):
+# the organism's MLP at l_start writes along the sink axis only
+# (truth/directions.tsv), so the response is along it, growing the sink
+# where the gain exceeds 1 and shrinking it where the gain is below; no
+# response at alpha 0
+pcaprobe -m org t.h5 eps.tsv -l "$LS" -k 4 -a -2,0,2 -o pc.tsv
+bad=$(awk -F'\t' 'NR>1 { g = $9; c = $10; a = c < 0 ? -c : c
+	if ($8 == 0) { if (c != 0) n++ } else if (a < 0.999 || (g > 1) != (c > 0)) n++ } END { print n + 0 }' pc.tsv)
+t_eq "pcaprobe cos_u: 0 at alpha 0, else |cos_u| > 0.999 with the sign of gain - 1 (12 rows)" 0 "$bad"
+t_eq "pcaprobe cos_u takes both signs (it varies with the response)" "-1 1" \
+	"$(awk -F'\t' 'NR>1 && $8 != 0 { print ($10 > 0) ? 1 : -1 }' pc.tsv | sort -un | xargs)"
+# swapexp scores where the sink is first visible: layer l_start + 1, the
+# episode table's score_start (sinkdetect(1)); at l_start it is ~1e-38
+swapexp -m org t.h5 eps.tsv -w 1 -c resid -o sw.tsv
+bad=$(awk -F'\t' 'NR==FNR { if (FNR==1) { for (i=1;i<=NF;i++) h[$i]=i; next } if ($h["kind"]=="secondary") s[$h["pos"]]=$h["score_start"]; next }
+	FNR>1 { d = $18 - s[$2]; if (d < 0) d = -d; if (!($2 in s) || d > 1e-4 * s[$2] || $18 < 1e-4) n++; m++ } END { print n + 0, m + 0 }' eps.tsv sw.tsv)
+t_eq "swapexp base_score = score_start of every target (> 1e-4)" "0 $(awk -F'\t' 'NR>1 && $5=="secondary"' eps.tsv | wc -l)" "$bad"
 t_done

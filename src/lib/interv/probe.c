@@ -118,8 +118,10 @@ int probe_run(ss_dec *d, const ss_trace *tr, long layer, const float *x, const f
 		if (!c->gain || !c->cos_u)
 			goto done;
 		for (long a = 0; a < n_alpha; a++) {
-			const float *r = y + (size_t)(1 + i * n_alpha + a) * D;
+			float *r = y + (size_t)(1 + i * n_alpha + a) * D;
 			c->gain[a] = ybase > 0 ? normf(r, D) / ybase : 0;
+			for (long q = 0; q < D; q++) /* the response: MLP(point) - MLP(mean) */
+				r[q] -= y[q];
 			c->cos_u[a] = cos_u(r, u, D);
 		}
 		const double *pc = pca.comp + (size_t)i * D;
