@@ -17,7 +17,10 @@ OPT     ?= -O2 -march=x86-64-v3 -g
 CFLAGS  ?= $(OPT)
 SS_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Isrc/lib -pthread \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
-SS_LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -pthread
+# oneDNN (engine/matmul.c): Debian's libdnnl-dev ships no pkg-config file;
+# it is built with OpenMP (libgomp), whose thread count matmul.c sets.
+DNNL_LIBS  = -ldnnl -lgomp
+SS_LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(DNNL_LIBS) -lm -pthread
 TEST_LIBS  = $(shell pkg-config --libs cmocka 2>/dev/null)
 
 PROGS    := $(patsubst src/cmd/%.c,%,$(wildcard src/cmd/*.c))
@@ -33,7 +36,7 @@ MAN5     := $(wildcard man/man5/*.5)
 MAN7     := $(wildcard man/man7/*.7)
 
 DEPS_DEBIAN := build-essential pkg-config libhdf5-dev hdf5-tools libopenblas-dev liblapacke-dev \
-  libyaml-dev libjansson-dev libyajl-dev libpcre2-dev libutf8proc-dev libcmocka-dev \
+  libyaml-dev libjansson-dev libyajl-dev libpcre2-dev libutf8proc-dev libcmocka-dev libdnnl-dev \
   python3-torch python3-numpy python3-h5py python3-sklearn python3-pandas slurm-wlm munge \
   mandoc gnuplot-nox libxml2-utils valgrind clang libclang-rt-14-dev xz-utils bc bsdextrautils jq
 

@@ -1,0 +1,408 @@
+/* matmul.c - projections through oneDNN's matmul primitive; see matmul.h.
+ *
+ * oneDNN's view: src A {M, K}, weights {K, N}, dst C {M, N}.  Our W [N, K]
+ * row-major is weights {K, N} with strides {1, ldw} (tag "ba").  Packing
+ * asks a primitive built for (M_hint, N, K) with weights format "any" for
+ * the layout it wants and reorders W into it (f32 -> bf16 rounds to nearest
+ * even in the bf16 mode).  Every product then builds (once per shape, cached)
+ * a primitive whose weights descriptor is exactly the packed one.  In the
+ * bf16 mode A is first reordered into a bf16 scratch (also a cached
+ * primitive, parallel as the product is). */
+#include "engine/matmul.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CACHE 64   /* cached primitives per ss_mm (shapes of a run: a few) */
+
+typedef struct mm_prim {
+	int used;
+	unsigned long last;           /* for eviction: the least recently used goes */
+	int kind;                     /* 0 matmul, 1 reorder of A */
+	long M, N, K, lda, ldc;
+	int bias;
+	dnnl_memory_desc_t wmd;       /* matmul: the packed weights' descriptor */
+	dnnl_primitive_t p;
+	dnnl_memory_desc_t scratch_md;
+	char impl[48];
+} mm_prim;
+
+struct ss_mm {
+	ss_compute mode;
+	int threads;
+	dnnl_engine_t eng;
+	dnnl_stream_t strm;
+	mm_prim cache[CACHE];
+	unsigned long tick;
+	uint16_t *abuf;               /* bf16 copy of A */
+	size_t abufn;
+	void *scratch;                /* the primitives' scratchpad (user mode) */
+	size_t scratchn;
+	char impl[48];
+};
+
+struct ss_mm_w {
+	long N, K;
+	dnnl_memory_desc_t md;        /* packed layout */
+	void *data;
+	size_t bytes;
+};
+
+const char *mm_compute_name(ss_compute c)
+{
+	return c == SS_COMPUTE_BF16 ? "bf16" : "f32";
+}
+
+int mm_compute_parse(const char *s, ss_compute *out)
+{
+	if (!strcmp(s, "f32"))
+		*out = SS_COMPUTE_F32;
+	else if (!strcmp(s, "bf16"))
+		*out = SS_COMPUTE_BF16;
+	else
+		return -1;
+	return 0;
+}
+
+static int dnnl_err(ss_err *e, dnnl_status_t s, const char *what)
+{
+	return ss_err_set(e, "oneDNN: %s failed (status %d)", what, (int)s);
+}
+#define TRY(call, what) do { dnnl_status_t s_ = (call); if (s_ != dnnl_success) return dnnl_err(e, s_, what); } while (0)
+
+int mm_create(ss_mm **out, ss_compute mode, int threads, ss_err *e)
+{
+	ss_mm *m = ss_calloc(1, sizeof *m, "matmul state", e);
+	if (!m)
+		return -1;
+	m->mode = mode;
+	m->threads = threads > 0 ? threads : 1;
+	dnnl_status_t s = dnnl_engine_create(&m->eng, dnnl_cpu, 0);
+	if (s == dnnl_success)
+		s = dnnl_stream_create(&m->strm, m->eng, dnnl_stream_default_flags);
+	if (s != dnnl_success) {
+		mm_free(m);
+		return dnnl_err(e, s, "engine creation");
+	}
+	snprintf(m->impl, sizeof m->impl, "none");
+	*out = m;
+	return 0;
+}
+
+void mm_free(ss_mm *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < CACHE; i++)
+		if (m->cache[i].used)
+			dnnl_primitive_destroy(m->cache[i].p);
+	if (m->strm)
+		dnnl_stream_destroy(m->strm);
+	if (m->eng)
+		dnnl_engine_destroy(m->eng);
+	free(m->abuf);
+	free(m->scratch);
+	free(m);
+}
+
+ss_compute mm_mode(const ss_mm *m)
+{
+	return m->mode;
+}
+
+const char *mm_impl(const ss_mm *m)
+{
+	return m->impl;
+}
+
+static dnnl_data_type_t wtype(const ss_mm *m)
+{
+	return m->mode == SS_COMPUTE_BF16 ? dnnl_bf16 : dnnl_f32;
+}
+
+static void md2(dnnl_memory_desc_t *md, long r, long c, long ld, dnnl_data_type_t t)
+{
+	dnnl_dims_t d = {r, c}, st = {ld, 1};
+	dnnl_memory_desc_init_by_strides(md, 2, d, t, st);
+}
+
+/* a matmul primitive descriptor for (M, N, K) with weights descriptor wmd */
+static dnnl_status_t matmul_pd(ss_mm *m, dnnl_primitive_desc_t *pd, long M, long N, long K,
+                               long lda, long ldc, int bias, const dnnl_memory_desc_t *wmd)
+{
+	dnnl_memory_desc_t a, c, b;
+	md2(&a, M, K, m->mode == SS_COMPUTE_BF16 ? K : lda, wtype(m));
+	md2(&c, M, N, ldc, dnnl_f32);
+	if (bias) {
+		dnnl_dims_t bd = {1, N};
+		dnnl_memory_desc_init_by_tag(&b, 2, bd, dnnl_f32, dnnl_ab);
+	}
+	dnnl_matmul_desc_t d;
+	dnnl_status_t s = dnnl_matmul_desc_init(&d, &a, wmd, bias ? &b : NULL, &c);
+	if (s != dnnl_success)
+		return s;
+	dnnl_primitive_attr_t attr;
+	if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success)
+		return s;
+	dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+	s = dnnl_primitive_desc_create(pd, &d, attr, m->eng, NULL);
+	dnnl_primitive_attr_destroy(attr);
+	return s;
+}
+
+static void impl_name(const_dnnl_primitive_desc_t pd, char *buf, size_t n)
+{
+	const char *s = NULL;
+	if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &s) != dnnl_success || !s)
+		s = "?";
+	snprintf(buf, n, "%s", s);
+}
+
+/* the cached primitive of a shape, created when missing */
+static mm_prim *prim(ss_mm *m, int kind, long M, long N, long K, long lda, long ldc, int bias,
+                     const dnnl_memory_desc_t *wmd, ss_err *e)
+{
+	mm_prim *free_slot = NULL, *old = NULL;
+	for (int i = 0; i < CACHE; i++) {
+		mm_prim *c = &m->cache[i];
+		if (!c->used) {
+			if (!free_slot)
+				free_slot = c;
+			continue;
+		}
+		if (c->kind == kind && c->M == M && c->N == N && c->K == K && c->lda == lda &&
+		    c->ldc == ldc && c->bias == bias && (kind || dnnl_memory_desc_equal(&c->wmd, wmd))) {
+			c->last = ++m->tick;
+			return c;
+		}
+		if (!old || c->last < old->last)
+			old = c;
+	}
+	mm_prim *c = free_slot ? free_slot : old;
+	if (c->used) {
+		dnnl_primitive_destroy(c->p);
+		c->used = 0;
+	}
+	dnnl_primitive_desc_t pd;
+	dnnl_status_t s;
+	if (kind == 0) {
+		s = matmul_pd(m, &pd, M, N, K, lda, ldc, bias, wmd);
+	} else {   /* A f32 [M, K] (lda) -> bf16 [M, K] dense */
+		dnnl_memory_desc_t a, b;
+		md2(&a, M, K, lda, dnnl_f32);
+		md2(&b, M, K, K, dnnl_bf16);
+		dnnl_primitive_attr_t attr;
+		if ((s = dnnl_primitive_attr_create(&attr)) == dnnl_success) {
+			dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+			s = dnnl_reorder_primitive_desc_create(&pd, &a, m->eng, &b, m->eng, attr);
+			dnnl_primitive_attr_destroy(attr);
+		}
+	}
+	if (s != dnnl_success) {
+		ss_err_set(e, "oneDNN: no %s for %ld x %ld x %ld in %s (status %d)",
+		           kind ? "reorder" : "matmul", M, N, K, mm_compute_name(m->mode), (int)s);
+		return NULL;
+	}
+	impl_name(pd, c->impl, sizeof c->impl);
+	c->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	s = dnnl_primitive_create(&c->p, pd);
+	dnnl_primitive_desc_destroy(pd);
+	if (s != dnnl_success) {
+		dnnl_err(e, s, "primitive creation");
+		return NULL;
+	}
+	size_t need = dnnl_memory_desc_get_size(&c->scratch_md);
+	if (need > m->scratchn) {
+		void *p = NULL;
+		if (posix_memalign(&p, 64, need)) {
+			dnnl_primitive_destroy(c->p);
+			ss_err_set(e, "out of memory for the matmul scratchpad (%zu bytes)", need);
+			return NULL;
+		}
+		free(m->scratch);
+		m->scratch = p;
+		m->scratchn = need;
+	}
+	c->used = 1;
+	c->kind = kind;
+	c->M = M, c->N = N, c->K = K, c->lda = lda, c->ldc = ldc, c->bias = bias;
+	if (!kind)
+		c->wmd = *wmd;
+	c->last = ++m->tick;
+	return c;
+}
+
+/* run p with the given (arg, descriptor, pointer) triples plus the scratchpad */
+static int exec(ss_mm *m, mm_prim *p, int n, const int *arg, const dnnl_memory_desc_t *const *md,
+                void *const *ptr, ss_err *e)
+{
+	dnnl_memory_t mem[5] = {0};
+	dnnl_exec_arg_t args[5];
+	int k = 0, rc = 0;
+	for (int i = 0; i <= n; i++) {
+		const dnnl_memory_desc_t *d = i < n ? md[i] : &p->scratch_md;
+		void *h = i < n ? ptr[i] : m->scratch;
+		if (i == n && !dnnl_memory_desc_get_size(d))
+			break;
+		dnnl_status_t s = dnnl_memory_create(&mem[k], d, m->eng, h);
+		if (s != dnnl_success) {
+			rc = dnnl_err(e, s, "memory creation");
+			goto done;
+		}
+		args[k].arg = i < n ? arg[i] : DNNL_ARG_SCRATCHPAD;
+		args[k].memory = mem[k];
+		k++;
+	}
+	omp_set_num_threads(m->threads);
+	dnnl_status_t s = dnnl_primitive_execute(p->p, m->strm, k, args);
+	if (s == dnnl_success)
+		s = dnnl_stream_wait(m->strm);
+	if (s != dnnl_success)
+		rc = dnnl_err(e, s, "execution");
+done:
+	for (int i = 0; i < k; i++)
+		dnnl_memory_destroy(mem[i]);
+	return rc;
+}
+
+static int pack(ss_mm *m, ss_mm_w **wp, const void *W, dnnl_data_type_t st, long N, long K,
+                long ldw, long M_hint, ss_err *e)
+{
+	if (M_hint < 1)
+		M_hint = 1;
+	dnnl_memory_desc_t any, src;
+	dnnl_dims_t wd = {K, N}, sst = {1, ldw};
+	dnnl_memory_desc_init_by_tag(&any, 2, wd, wtype(m), dnnl_format_tag_any);
+	dnnl_memory_desc_init_by_strides(&src, 2, wd, st, sst);
+	dnnl_primitive_desc_t pd;
+	dnnl_status_t s = matmul_pd(m, &pd, M_hint, N, K, K, N, 0, &any);
+	if (s != dnnl_success)
+		return ss_err_set(e, "oneDNN: no %s matmul for %ld x %ld x %ld (status %d)",
+		                  mm_compute_name(m->mode), M_hint, N, K, (int)s);
+	dnnl_memory_desc_t md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+	dnnl_primitive_desc_destroy(pd);
+	ss_mm_w *w = *wp;
+	size_t bytes = dnnl_memory_desc_get_size(&md);
+	if (w && (w->N != N || w->K != K || w->bytes != bytes || !dnnl_memory_desc_equal(&w->md, &md)))
+		return ss_err_set(e, "matmul: repacking %ld x %ld weights into a %ld x %ld packing", N, K,
+		                  w->N, w->K);
+	int fresh = !w;
+	if (fresh) {
+		if (!(w = ss_calloc(1, sizeof *w, "packed weights", e)))
+			return -1;
+		if (posix_memalign(&w->data, 64, bytes ? bytes : 64)) {
+			free(w);
+			return ss_err_set(e, "out of memory for packed weights (%zu bytes)", bytes);
+		}
+		w->N = N, w->K = K, w->md = md, w->bytes = bytes;
+	}
+	/* the reorder W -> packed, parallel as the products are */
+	dnnl_primitive_t r;
+	dnnl_memory_t ms = NULL, md_ = NULL;
+	s = dnnl_reorder_primitive_desc_create(&pd, &src, m->eng, &md, m->eng, NULL);
+	if (s == dnnl_success) {
+		s = dnnl_primitive_create(&r, pd);
+		dnnl_primitive_desc_destroy(pd);
+	}
+	if (s == dnnl_success) {
+		if ((s = dnnl_memory_create(&ms, &src, m->eng, (void *)W)) == dnnl_success &&
+		    (s = dnnl_memory_create(&md_, &md, m->eng, w->data)) == dnnl_success) {
+			dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md_}};
+			omp_set_num_threads(m->threads);
+			if ((s = dnnl_primitive_execute(r, m->strm, 2, a)) == dnnl_success)
+				s = dnnl_stream_wait(m->strm);
+		}
+		dnnl_memory_destroy(ms);
+		dnnl_memory_destroy(md_);
+		dnnl_primitive_destroy(r);
+	}
+	if (s != dnnl_success) {
+		if (fresh)
+			mm_w_free(w);
+		return dnnl_err(e, s, "weight packing");
+	}
+	*wp = w;
+	return 0;
+}
+
+int mm_pack(ss_mm *m, ss_mm_w **w, const float *W, long N, long K, long ldw, long M_hint, ss_err *e)
+{
+	return pack(m, w, W, dnnl_f32, N, K, ldw, M_hint, e);
+}
+
+int mm_pack_bf16(ss_mm *m, ss_mm_w **w, const uint16_t *W, long N, long K, long ldw, long M_hint,
+                 ss_err *e)
+{
+	return pack(m, w, W, dnnl_bf16, N, K, ldw, M_hint, e);   /* f32 mode: widened exactly */
+}
+
+void mm_w_free(ss_mm_w *w)
+{
+	if (!w)
+		return;
+	free(w->data);
+	free(w);
+}
+
+long mm_w_rows(const ss_mm_w *w)
+{
+	return w->N;
+}
+
+long mm_w_cols(const ss_mm_w *w)
+{
+	return w->K;
+}
+
+size_t mm_w_bytes(const ss_mm_w *w)
+{
+	return w->bytes;
+}
+
+int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *C, long ldc,
+           const float *bias, ss_err *e)
+{
+	long N = w->N, K = w->K;
+	if (M < 1)
+		return 0;
+	const void *src = A;
+	if (m->mode == SS_COMPUTE_BF16) {   /* A -> bf16 (round to nearest even) */
+		size_t need = (size_t)M * (size_t)K;
+		if (need > m->abufn) {
+			void *p = NULL;
+			if (posix_memalign(&p, 64, need * 2))
+				return ss_err_set(e, "out of memory for a bf16 block (%zu bytes)", need * 2);
+			free(m->abuf);
+			m->abuf = p;
+			m->abufn = need;
+		}
+		mm_prim *r = prim(m, 1, M, 0, K, lda, 0, 0, NULL, e);
+		if (!r)
+			return -1;
+		dnnl_memory_desc_t a, b;
+		md2(&a, M, K, lda, dnnl_f32);
+		md2(&b, M, K, K, dnnl_bf16);
+		const int arg[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
+		const dnnl_memory_desc_t *mds[2] = {&a, &b};
+		void *const ptr[2] = {(void *)A, m->abuf};
+		if (exec(m, r, 2, arg, mds, ptr, e) < 0)
+			return -1;
+		src = m->abuf;
+	}
+	mm_prim *p = prim(m, 0, M, N, K, lda, ldc, bias != NULL, &w->md, e);
+	if (!p)
+		return -1;
+	snprintf(m->impl, sizeof m->impl, "%s", p->impl);
+	dnnl_memory_desc_t a, c, b;
+	md2(&a, M, K, m->mode == SS_COMPUTE_BF16 ? K : lda, wtype(m));
+	md2(&c, M, N, ldc, dnnl_f32);
+	dnnl_dims_t bd = {1, N};
+	dnnl_memory_desc_init_by_tag(&b, 2, bd, dnnl_f32, dnnl_ab);
+	const int arg[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+	const dnnl_memory_desc_t *mds[4] = {&a, &w->md, &c, &b};
+	void *const ptr[4] = {(void *)src, w->data, C, (void *)bias};
+	return exec(m, p, bias ? 4 : 3, arg, mds, ptr, e);
+}

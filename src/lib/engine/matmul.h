@@ -1,0 +1,80 @@
+/* matmul.h - the projections' matrix products through oneDNN:
+ *
+ *   C [M, N] = A [M, K] W^T (+ bias [N])      W [N, K] in Hugging Face's layout
+ *
+ * in one of two compute modes (ss_compute):
+ *   SS_COMPUTE_F32   f32 inputs and arithmetic (the exact mode; the torch
+ *                    reference tests' float32 tolerances)
+ *   SS_COMPUTE_BF16  W and A rounded to bf16 (round to nearest even; bf16
+ *                    weights are exact), products accumulated in f32, C in
+ *                    f32: how these models are normally run.  oneDNN's
+ *                    matmul primitive (brgemm on AVX512_BF16 or AMX, an
+ *                    emulation elsewhere).
+ * Weights are packed once (mm_pack: the layout oneDNN chooses for the
+ * shape, "any") and used for every product with them; the primitives are
+ * cached per shape (M, N, K, strides, bias) in the ss_mm.
+ *
+ * Threads: oneDNN (Debian's libdnnl is built with OpenMP) runs each product
+ * on the ss_mm's thread count (set on the calling thread before every
+ * call), so call mm_run from one thread at a time per ss_mm, never from
+ * inside a pool task.  Results are deterministic for a fixed thread count
+ * and machine.
+ *
+ * Ownership: an ss_mm_w owns its packed copy (the source may be freed or
+ * overwritten after mm_pack); mm_w_free and mm_free release them. */
+#ifndef SS_MATMUL_H
+#define SS_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/err.h"
+
+typedef enum ss_compute {
+	SS_COMPUTE_F32 = 0,
+	SS_COMPUTE_BF16 = 1,
+} ss_compute;
+#define SS_COMPUTE_DEFAULT SS_COMPUTE_F32
+
+/* "f32" / "bf16" */
+const char *mm_compute_name(ss_compute c);
+/* s is "f32" or "bf16": *out set, 0; anything else: -1 */
+int mm_compute_parse(const char *s, ss_compute *out);
+
+/* The option row every program running the forward pass shares (util/opt.h):
+ *   static const char *compute_opt = "f32";   ... SS_COMPUTE_OPT(compute_opt),
+ * then mm_compute_parse(compute_opt, &mode) among the option checks. */
+#define SS_COMPUTE_OPT(var) \
+	{"compute", 0, SS_OPT_STRING, &(var), "f32|bf16", \
+	 "precision of the matrix products (default f32; see actdump(1))", NULL}
+
+typedef struct ss_mm ss_mm;       /* oneDNN engine, stream, primitive cache */
+typedef struct ss_mm_w ss_mm_w;   /* one weight matrix, packed for a mode */
+
+int mm_create(ss_mm **out, ss_compute mode, int threads, ss_err *e);
+void mm_free(ss_mm *m);
+ss_compute mm_mode(const ss_mm *m);
+
+/* Pack W [N, K] (rows ldw floats apart; f32, or bf16 bits for
+ * mm_pack_bf16) for m's mode; M_hint: the usual number of rows of A (the
+ * layout is chosen for it; any M runs).  *w, when not NULL, is a packing of
+ * the same N and K to overwrite (a layer buffer reused layer after layer);
+ * else one is allocated. */
+int mm_pack(ss_mm *m, ss_mm_w **w, const float *W, long N, long K, long ldw, long M_hint,
+            ss_err *e);
+int mm_pack_bf16(ss_mm *m, ss_mm_w **w, const uint16_t *W, long N, long K, long ldw,
+                 long M_hint, ss_err *e);
+void mm_w_free(ss_mm_w *w);
+long mm_w_rows(const ss_mm_w *w);      /* N */
+long mm_w_cols(const ss_mm_w *w);      /* K */
+size_t mm_w_bytes(const ss_mm_w *w);   /* of the packed copy */
+
+/* C [M, N] (rows ldc apart) = A [M, K] (rows lda apart) W^T + bias (NULL:
+ * none); f32 in and out in both modes. */
+int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *C, long ldc,
+           const float *bias, ss_err *e);
+
+/* The implementation oneDNN chose for the last product, e.g.
+ * "brg:avx512_core_bf16" (for actdump --timings and the benchmarks). */
+const char *mm_impl(const ss_mm *m);
+
+#endif
