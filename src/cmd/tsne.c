@@ -53,7 +53,7 @@ static const ss_opt opts[] = {
 	{"exaggeration", 0, SS_OPT_DOUBLE, &o_exag, "X", "early exaggeration (12)", NULL},
 	{"exag-iter", 0, SS_OPT_INT, &o_exag_iter, "N", "iterations of early exaggeration (250)", NULL},
 	{"learning-rate", 0, SS_OPT_DOUBLE, &o_lr, "X", "step size (0 = max(N/12/4, 50))", NULL},
-	{"pca", 0, SS_OPT_INT, &o_pca, "K", "reduce to K PCA dimensions first (50; 0 = off)", NULL},
+	{"pca", 0, SS_OPT_INT, &o_pca, "K", "PCA dimensions that guide the neighbour search (50; 0 = off)", NULL},
 	{"init", 0, SS_OPT_STRING, &o_init, "pca|random", "initial layout (pca)", NULL},
 	{"search", 0, SS_OPT_STRING, &o_search, "auto|vptree|blas", "neighbour search (auto: BLAS scan above 10 dims)", NULL},
 	{"seed", 's', SS_OPT_INT, &o_seed, "N", "random seed (1)", NULL},

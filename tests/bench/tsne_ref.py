@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """tsne_ref.py - data, reference runs and the common evaluator for tsne.
 
-  gen N D SEED OUT.npy       clustered data (20 clusters, 40-dim latent
-                             structure in D dims, small isotropic noise)
+  gen N D SEED OUT.npy [L]   clustered data (20 clusters, L-dim latent
+                             structure in D dims, small isotropic noise;
+                             L = 40 unless given)
   h5 IN.npy OUT.h5           the matrix as OUT.h5:/X (tsne's input)
   tsv IN.npy                 the matrix as TSV on stdout (tsne's stdin input)
   sklearn IN.npy OUT.npy PERP ITER JOBS
@@ -19,9 +20,9 @@ import sys, time
 import numpy as np
 
 
-def gen(n, d, seed, out):
+def gen(n, d, seed, out, lat=40):
     rng = np.random.default_rng(seed)
-    c, lat = 20, 40
+    c = 20
     centres = rng.normal(0, 2.0, (c, lat))
     scales = rng.uniform(0.5, 1.5, c)
     lab = rng.integers(0, c, n)
@@ -112,7 +113,8 @@ def load_y(path):
 def main():
     cmd = sys.argv[1]
     if cmd == 'gen':
-        gen(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+        gen(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5],
+            int(sys.argv[6]) if len(sys.argv) > 6 else 40)
     elif cmd == 'h5':
         import h5py
         with h5py.File(sys.argv[3], 'w') as f:

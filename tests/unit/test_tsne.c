@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "analysis/neighbours.h"
+#include "analysis/pca.h"
 #include "analysis/tsne.h"
 
 static uint64_t st = 12345;
@@ -109,6 +110,85 @@ static void test_perplexity(void **s)
 		assert_true(worst < 1e-4);
 	}
 	free(X), free(idx), free(d2), free(P);
+}
+
+/* knn_guided against brute force in double: the k nearest of every row,
+ * through a PCA that keeps the neighbourhoods (8 of 64 dims around 6-dim
+ * structure: few exact distances measured) and one that does not (1 dim:
+ * rows scanned again in full); the answer is the same exact one. */
+static void test_guided(void **s)
+{
+	long n = 700, d = 64, lat = 6;
+	int k = 40;
+	float *X = malloc(n * d * sizeof *X);
+	double *B = malloc(lat * d * sizeof *B);
+	for (long i = 0; i < lat * d; i++)
+		B[i] = gauss();
+	for (long i = 0; i < n; i++) {
+		double z[6];
+		for (long t = 0; t < lat; t++)
+			z[t] = (i % 5) * 3.0 + gauss();
+		for (long j = 0; j < d; j++) {
+			double v = 0.05 * gauss();
+			for (long t = 0; t < lat; t++)
+				v += z[t] * B[t * d + j];
+			X[i * d + j] = (float)v;
+		}
+	}
+	/* reference: every row's distances in double, the k smallest by selection */
+	int32_t *ri = malloc(n * k * sizeof *ri);
+	double *rd = malloc(n * k * sizeof *rd), *all = malloc(n * sizeof *all);
+	for (long i = 0; i < n; i++) {
+		for (long j = 0; j < n; j++) {
+			double s2 = 0;
+			for (long t = 0; t < d; t++) {
+				double u = (double)X[i * d + t] - X[j * d + t];
+				s2 += u * u;
+			}
+			all[j] = j == i ? INFINITY : s2;
+		}
+		for (int r = 0; r < k; r++) {
+			long b = 0;
+			for (long j = 1; j < n; j++)
+				if (all[j] < all[b])
+					b = j;
+			ri[i * k + r] = (int32_t)b;
+			rd[i * k + r] = all[b];
+			all[b] = INFINITY;
+		}
+	}
+	int dims[2] = {8, 1};
+	for (int c = 0; c < 2; c++) {
+		int p = dims[c];
+		ss_pca pca;
+		ss_err e = {0};
+		float *Z = malloc(n * p * sizeof *Z);
+		int32_t *idx = malloc(n * k * sizeof *idx);
+		float *d2 = malloc(n * k * sizeof *d2);
+		assert_int_equal(pca_fit(X, n, d, p, &pca, &e), 0);
+		assert_int_equal(pca_project(&pca, X, n, Z, &e), 0);
+		long full = -1, measured = -1;
+		assert_int_equal(knn_guided(X, d, Z, p, n, k, 2, idx, d2, &full, &measured, &e), 0);
+		long same = 0;
+		for (long i = 0; i < n; i++)
+			for (int r = 0; r < k; r++) {
+				same += idx[i * k + r] == ri[i * k + r];
+				assert_true(fabs(d2[i * k + r] - rd[i * k + r]) <= 1e-5 * rd[i * k + r]);
+			}
+		printf("# guided by %d of %ld dims: %ld of %ld neighbours as brute force, %ld rows "
+		       "scanned in full, %.1f exact distances per row\n",
+		       p, d, same, n * k, full, (double)measured / n);
+		assert_int_equal(same, n * k);
+		if (p == 8) {
+			assert_int_equal(full, 0);
+			assert_true(measured < 4L * k * n);
+		} else {
+			assert_true(full > 0);
+		}
+		pca_free(&pca);
+		free(Z), free(idx), free(d2);
+	}
+	free(X), free(B), free(ri), free(rd), free(all);
 }
 
 static void make_P(long n, long d, ss_csr *P)
@@ -263,6 +343,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_perplexity),
+		cmocka_unit_test(test_guided),
 		cmocka_unit_test(test_gradient_fd),
 		cmocka_unit_test(test_gradient_bh),
 		cmocka_unit_test(test_deterministic),

@@ -223,6 +223,12 @@ static void dense_chunk(void *c, long lo, long hi, int tid)
 int tsne_affinities(const float *X, long n, long d, const ss_tsne_params *p, ss_csr *P,
                     ss_tsne_info *info, ss_err *e)
 {
+	return tsne_affinities_guided(X, n, d, NULL, 0, p, P, info, e);
+}
+
+int tsne_affinities_guided(const float *X, long n, long d, const float *Z, long pz,
+                           const ss_tsne_params *p, ss_csr *P, ss_tsne_info *info, ss_err *e)
+{
 	long k = p->exact ? n - 1 : (long)floor(3 * p->perplexity + 1);
 	if (k > n - 1)
 		k = n - 1;
@@ -234,9 +240,13 @@ int tsne_affinities(const float *X, long n, long d, const ss_tsne_params *p, ss_
 	if (!idx || !d2 || !Pc || !perp)
 		goto done;
 	double t0 = ss_now();
+	long rescanned = 0, measured = 0;
 	if (p->exact) {
 		dense_ctx c = {X, n, d, idx, d2};
 		ss_par_for(p->threads, n, dense_chunk, &c);
+	} else if (Z && pz > 0 && p->knn_method == SS_TSNE_KNN_AUTO) {
+		if (knn_guided(X, d, Z, pz, n, (int)k, p->threads, idx, d2, &rescanned, &measured, e) < 0)
+			goto done;
 	} else if (p->knn_method == SS_TSNE_KNN_BLAS || (p->knn_method == SS_TSNE_KNN_AUTO && d > 10)) {
 		if (knn_scan(X, n, d, (int)k, p->threads, idx, d2, e) < 0)
 			goto done;
@@ -271,6 +281,8 @@ int tsne_affinities(const float *X, long n, long d, const ss_tsne_params *p, ss_
 		goto done;
 	if (info) {
 		info->t_knn = t1 - t0;
+		info->knn_rescanned = rescanned;
+		info->knn_measured = measured;
 		info->t_affinity = ss_now() - t1;
 		info->n_uncalibrated = bad;
 		info->perp_min = info->perp_max = perp[0];

@@ -19,5 +19,10 @@ int tsne_symmetrize(long n, int k, const int32_t *idx, const float *Pc, ss_csr *
 /* The whole affinity computation (kNN or dense, calibration, symmetrisation). */
 int tsne_affinities(const float *X, long n, long d, const ss_tsne_params *p, ss_csr *P,
                     ss_tsne_info *info, ss_err *e);
+/* The same, the neighbours of X found through Z (n x pz, X's PCA scores;
+ * knn_guided of neighbours.h) when Z is given and p->knn_method is auto:
+ * the same neighbours and distances, those of X. */
+int tsne_affinities_guided(const float *X, long n, long d, const float *Z, long pz,
+                           const ss_tsne_params *p, ss_csr *P, ss_tsne_info *info, ss_err *e);
 
 #endif

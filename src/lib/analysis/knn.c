@@ -125,7 +125,7 @@ int sep_measure(const float *X, long n, long d, const int *label, int k, ss_sep 
 		lab[r++] = label[i];
 	}
 	sep_ctx c = {lab, cnt, nc, k, m, hitr, silr};
-	if (ss_dist_scan(A, m, d, 1, BLK, 1, sep_rows, &c, e) < 0)
+	if (ss_dist_scan(A, m, d, NULL, m, 1, BLK, 1, sep_rows, &c, e) < 0)
 		goto done;
 	long correct = 0;
 	double sil = 0;

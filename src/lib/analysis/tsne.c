@@ -50,14 +50,12 @@ int tsne_run(const float *X, long n, long d, const ss_tsne_params *p, float *Y,
 	double t0 = ss_now();
 	int rc = -1;
 	float *R = NULL;
-	const float *Xin = X;
-	long din = d;
 	ss_pca pca = {0};
 	ss_csr P = {0};
 	int npc = p->pca_dims > 0 && p->pca_dims < d ? p->pca_dims : 0;
 	if (npc > n)
 		npc = (int)n;
-	/* the PCA also provides the initial layout */
+	/* the PCA guides the neighbour search and provides the initial layout */
 	int kfit = npc ? npc : (p->init == SS_TSNE_INIT_PCA ? 2 : 0);
 	if (kfit > d)
 		kfit = (int)d;
@@ -69,17 +67,16 @@ int tsne_run(const float *X, long n, long d, const ss_tsne_params *p, float *Y,
 		if (!R || pca_project(&pca, X, n, R, e) < 0)
 			goto done;
 		if (npc) {
-			Xin = R;
-			din = npc;
 			double s = 0;
 			for (int i = 0; i < npc; i++)
 				s += pca_ratio(&pca, i);
 			info->pca_ratio = s;
 		}
 	}
-	info->dims = (int)din;
+	info->dims = (int)d;
 	info->t_pca = ss_now() - t0;
-	if (tsne_affinities(Xin, n, din, p, &P, info, e) < 0)
+	/* affinities of the data as given; the PCA scores only guide the search */
+	if (tsne_affinities_guided(X, n, d, npc ? R : NULL, npc, p, &P, info, e) < 0)
 		goto done;
 	if (p->init == SS_TSNE_INIT_PCA && kfit >= 2) {
 		/* scikit-learn: the first two components, scaled to std 1e-4 in x */

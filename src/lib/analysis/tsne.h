@@ -2,9 +2,11 @@
  * 2014), with the optimisation schedule of van der Maaten's bhtsne and
  * scikit-learn.
  *
- * Input affinities.  For each point i, the k = min(N-1, floor(3u+1))
- * nearest neighbours (u = perplexity) under squared Euclidean distance,
- * found by neighbours.h (a vantage-point tree or the BLAS scan), get conditional
+ * Input affinities, always those of the data as given.  For each point i,
+ * the k = min(N-1, floor(3u+1)) nearest neighbours (u = perplexity) under
+ * squared Euclidean distance, found exactly by neighbours.h (guided by the
+ * first pca_dims principal components when fewer than the input's, else a
+ * vantage-point tree up to 10 dimensions or the BLAS scan), get conditional
  * probabilities p(j|i) = exp(-beta_i d2_ij) / sum, with beta_i found by
  * bisection so that exp(H_i) = u (H in nats, |H_i - log u| <= 1e-5).  In the
  * exact mode every other point is a neighbour.  P = (Pc + Pc^T) / sum,

@@ -26,12 +26,13 @@ typedef struct ss_tsne_params {
 	double learning_rate;  /* 0 = auto: max(N / exaggeration / 4, 50) */
 	double momentum_early; /* 0.5 */
 	double momentum_late;  /* 0.8 */
-	int pca_dims;          /* reduce to this many PCA dimensions first (50; 0 = off) */
+	int pca_dims;          /* PCA dimensions that guide the neighbour search (50; 0 = off) */
 	int init;              /* SS_TSNE_INIT_PCA (scaled to std 1e-4) or RANDOM */
 	uint64_t seed;         /* 1 */
 	int threads;           /* 1 */
 	long kl_exact_max;     /* exact KL up to this N (10000), BH estimate above */
-	int knn_method;        /* SS_TSNE_KNN_AUTO (BLAS scan above 10 dims), _VPTREE, _BLAS */
+	int knn_method;        /* SS_TSNE_KNN_AUTO (guided by the PCA, else BLAS scan above
+	                        * 10 dims), _VPTREE, _BLAS (plain searches of the data) */
 	/* optional progress callback: phase name, done / total */
 	void (*progress)(void *ctx, const char *phase, double done, double total);
 	void *progress_ctx;
@@ -42,8 +43,10 @@ typedef struct ss_tsne_info {
 	int kl_exact;        /* 1: Z summed exactly; 0: Barnes-Hut estimate of Z */
 	long iters;
 	double learning_rate;
-	int dims;            /* input dimension after PCA */
-	double pca_ratio;    /* variance kept by the PCA (1 when none) */
+	int dims;            /* dimension of the affinities: the input's */
+	double pca_ratio;    /* variance kept by the guiding PCA (1 when none) */
+	long knn_rescanned;  /* rows the guided search scanned again in full */
+	long knn_measured;   /* exact distances the guided search measured */
 	double perp_min, perp_max; /* calibrated perplexities */
 	long n_uncalibrated; /* points whose perplexity missed the target by more
 	                        than 0.1% (equidistant neighbours: the uniform
