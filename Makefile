@@ -13,7 +13,13 @@ BUILD   ?= build
 BINDIR  ?= bin
 CC      ?= cc
 PKGS    := hdf5 openblas lapacke yaml-0.1 jansson yajl libpcre2-8 libutf8proc
-OPT     ?= -O2 -march=x86-64-v3 -g
+OPT     ?= -O2 -g
+# baseline x86-64; files named *_avx2.c, *_avx512.c, *_avx512bf16.c are
+# compiled for that level and chosen at run time (src/lib/util/cpu.h)
+ISA_avx2       := -mavx2 -mfma -mf16c
+ISA_avx512     := $(ISA_avx2) -mavx512f -mavx512bw -mavx512vl -mavx512dq
+ISA_avx512bf16 := $(ISA_avx512) -mavx512bf16
+isa = $(ISA_$(lastword $(subst _, ,$(notdir $(basename $<)))))
 CFLAGS  ?= $(OPT)
 SS_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Isrc/lib -pthread \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) -MMD -MP
@@ -49,7 +55,7 @@ units: $(UNITS)
 
 $(BUILD)/lib/%.o: src/lib/%.c
 	@mkdir -p $(@D)
-	$(CC) $(SS_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(SS_CFLAGS) $(CFLAGS) $(isa) -c $< -o $@
 
 $(BUILD)/prog/%.o: src/cmd/%.c
 	@mkdir -p $(@D)
@@ -155,7 +161,7 @@ FUZZ_LIBOBJ  := $(patsubst src/lib/%.c,$(BUILD)/fuzz/lib/%.o,$(LIB_SRC))
 
 $(BUILD)/fuzz/lib/%.o: src/lib/%.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(SS_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(SS_CFLAGS) $(FUZZ_FLAGS) $(isa) -fsanitize=fuzzer-no-link -c $< -o $@
 $(BUILD)/fuzz/libsinkscope-fuzz.a: $(FUZZ_LIBOBJ)
 	rm -f $@
 	ar rcs $@ $^

@@ -9,7 +9,10 @@
 # Each run also times OpenBLAS sgemm at the model's gate_up shape, so
 # "of sgemm" compares with the speed the projections get in the same run,
 # and one decoding step (the last query against all T keys).
-# BENCH_T (default "512 2048 8192"), BENCH_THREADS (default 2).  The CPU that
+# BENCH_T (default "512 2048 8192"), BENCH_THREADS (default 2).  The old
+# code is compiled for x86-64-v3 (AVX2, as the suite was before run-time
+# dispatch); the new one runs the kernels util/cpu.h picks (SINKSCOPE_ISA=avx2
+# to compare the AVX2 path).  The CPU that
 # other processes used during each run is printed (cores); above 0.25 the
 # run is marked LOADED, and the cpu figures (CPU time / threads) move less.
 set -u
@@ -21,7 +24,9 @@ BASE=${ATTN_BASE:-5552984}
 mkdir -p "$O"
 # the old attention.c with its functions renamed old_attn_*, linked into a
 # second attnbench that then times both in turn (attnbench.c)
-git -C "$SS_ROOT" show "$BASE:src/lib/attention.c" >"$O/attention.c" || exit 1
+# (src/lib/engine/attention.c from the library's folders on; one file up to 938a532)
+git -C "$SS_ROOT" show "$BASE:src/lib/engine/attention.c" >"$O/attention.c" 2>/dev/null ||
+	git -C "$SS_ROOT" show "$BASE:src/lib/attention.c" >"$O/attention.c" || exit 1
 ren="-Dattn_create=old_attn_create -Dattn_run=old_attn_run -Dattn_free=old_attn_free"
 ren="$ren -Dattn_memory_estimate=old_attn_memory_estimate -Dattn_set_key_tile=old_attn_set_key_tile"
 cc -std=c11 -D_GNU_SOURCE -O2 -march=x86-64-v3 $ren -I"$SS_ROOT/src/lib" -I"$SS_ROOT/src/lib/engine" -I"$SS_ROOT/src/lib/util" $(pkg-config --cflags openblas) \

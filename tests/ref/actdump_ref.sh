@@ -118,6 +118,29 @@ for v in "${variants[@]}" stories260k; do
 	pair "$v" $ACTS "$TMP/$v.h5" "$TMP/$v.ref.h5"
 done
 
+# Every kernel path this CPU has (util/cpu.h, forced by SINKSCOPE_ISA) against
+# the same reference and tolerance, on two variants that between them reach
+# GQA, bf16 and f16 conversion, the sliding window and partial RoPE; the
+# --timings line names the kernels each run used.
+for l in c avx2 avx512 avx512bf16; do
+	SINKSCOPE_ISA=$l actdump --version >/dev/null 2>&1
+	if ! SINKSCOPE_ISA=$l actdump -m "$M/qwen2-bf16-sh" --ids "$TMP/ids" -o "$TMP/isa-$l.h5" --timings \
+		2>"$TMP/isa-$l.err"; then
+		if grep -q 'lacks it' "$TMP/isa-$l.err"; then t_skip "kernels $l" "this CPU lacks $l"; continue; fi
+		t_fail "SINKSCOPE_ISA=$l: actdump ran" "$(head -3 "$TMP/isa-$l.err")"; continue
+	fi
+	k=$([ $l = avx512bf16 ] && echo avx512 || echo $l)
+	t_match "SINKSCOPE_ISA=$l: --timings names the kernels" \
+		"^actdump: kernels \\($l\\): attention $k, rows $k, bf16/f16 rows $k" "$(grep 'kernels' "$TMP/isa-$l.err")"
+	pair "qwen2-bf16-sh stats, SINKSCOPE_ISA=$l" - "$TMP/isa-$l.h5" "$TMP/qwen2-bf16-sh.ref.h5"
+	for v in mistral-swa-f32 phi3-f16-sh; do
+		[ -d "$M/$v" ] || { t_fail "variant $v exists"; continue; }
+		if SINKSCOPE_ISA=$l actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/isa-$l-$v.h5" --acts $ACTS 2>"$TMP/err"; then
+			pair "$v, SINKSCOPE_ISA=$l" $ACTS "$TMP/isa-$l-$v.h5" "$TMP/$v.ref.h5"
+		else t_fail "$v SINKSCOPE_ISA=$l: actdump ran" "$(head -3 "$TMP/err")"; fi
+	done
+done
+
 # The plain path (no hooks) gives the same stats; a layer subset stores only those
 # layers; the HDF5 image on a stdout pipe is the same file; two runs with the same
 # thread count are bit-identical.

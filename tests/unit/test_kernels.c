@@ -1,11 +1,15 @@
 /* test_kernels.c - the forward pass's kernels against hand-derived values,
  * and blocked attention (with its attention-received sums and a sliding
- * window) against a naive double-precision softmax. */
+ * window) against a naive double-precision softmax; every test once per
+ * instruction set this CPU has (util/cpu.h: c, avx2, avx512, avx512bf16),
+ * and the row kernels of each against double-precision references at
+ * every length around the vector widths (test_paths). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -13,6 +17,7 @@
 #include "engine/attention.h"
 #include "engine/forward.h"
 #include "engine/kernels.h"
+#include "util/cpu.h"
 #include "util/pool.h"
 #include "io/st.h"
 
@@ -255,13 +260,102 @@ static void test_attention(void **st)
 	attn_case(0, 2, 0, 77, 0, 64);    /* one tile, Qwen2.5's head size */
 }
 
+
+/* Every row kernel of the level in use against references computed here
+ * in double (or, for the elementwise float operations, the same float
+ * operation: exact), for lengths 0..70 and 1000 (vector bodies of 8, 16
+ * and 32 and every tail).  Tolerances: sums in double 1e-12 relative (only
+ * the order of the float-to-double terms differs); exp 2.5e-7 relative
+ * (about 2 ulp) each, the sum 1e-6; max, add, axpy, scale exact; RMSNorm,
+ * SiLU and GELU 1e-6. */
+static void test_paths(void **st)
+{
+	static float x[1000], y[1000], z[1000], w[1000];
+	unsigned r = 777;
+	for (int i = 0; i < 1000; i++) {
+		x[i] = (float)((r = r * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 8 - 4;
+		y[i] = (float)((r = r * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 2 - 1;
+	}
+	for (long n = 0; n <= 1000; n = n < 70 ? n + 1 : 1001) {
+		double ss = 0, sd = 0;
+		float mx = -INFINITY;
+		for (long i = 0; i < n; i++) {
+			ss += (double)x[i] * x[i];
+			sd += (double)x[i] * y[i];
+			mx = x[i] > mx ? x[i] : mx;
+		}
+		near(k_sumsq(x, n), ss, 1e-12);
+		assert_true(fabs(k_dot(x, y, n) - sd) <= 1e-12 * fmax(1.0, ss));
+		assert_true(k_max(x, n) == mx);
+		memcpy(z, y, sizeof(float) * (size_t)n);
+		k_add(z, x, n);
+		for (long i = 0; i < n; i++)
+			assert_true(z[i] == y[i] + x[i]);
+		memcpy(z, y, sizeof(float) * (size_t)n);
+		k_axpy(z, x, n, 0.37f);
+		for (long i = 0; i < n; i++) {
+			float want = 0.37f * x[i];
+			want = y[i] + want;
+			assert_true(z[i] == want);
+		}
+		memcpy(z, x, sizeof(float) * (size_t)n);
+		k_scale(z, n, -1.7f);
+		for (long i = 0; i < n; i++)
+			assert_true(z[i] == x[i] * -1.7f);
+		if (n) {
+			double se = 0;
+			float s = k_exp_shift_to(z, x, n, mx) > 0 ? 1.0f : 0.0f;
+			for (long i = 0; i < n; i++) {
+				double e = exp((double)(x[i] - mx));
+				se += e;
+				assert_true(fabs(z[i] - e) <= 2.5e-7 * e);
+			}
+			near(k_exp_shift_to(z, x, n, mx), se, 1e-6);
+			assert_true(s == 1.0f);
+			memcpy(w, x, sizeof(float) * (size_t)n);
+			near(k_exp_shift(w, n, mx), se, 1e-6);
+			for (long i = 0; i < n; i++)
+				assert_true(fabs(w[i] - z[i]) <= 2.5e-7 * z[i] + 1e-30);
+			ss_rmsnorm(z, x, y, n, 1e-6);
+			double rr = 1.0 / sqrt(ss / (double)n + 1e-6);
+			for (long i = 0; i < n; i++)
+				near(z[i], y[i] * x[i] * rr, 1e-6);
+			memcpy(z, x, sizeof(float) * (size_t)n);
+			k_silu_mul(z, y, n);
+			for (long i = 0; i < n; i++)
+				near(z[i], x[i] / (1 + exp(-(double)x[i])) * y[i], 1e-6);
+			for (int tf = 0; tf < 2; tf++) {
+				memcpy(z, x, sizeof(float) * (size_t)n);
+				k_gelu_mul(z, NULL, n, tf);
+				for (long i = 0; i < n; i++) {
+					double v = x[i], g = tf ? 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+					                        : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+					near(z[i], g, 1e-6);
+				}
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_rmsnorm),   cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_rope_llama3), cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_silu),      cmocka_unit_test(test_dtypes),
 		cmocka_unit_test(test_attention),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	/* the whole group once per level this CPU has, lowest first */
+	int rc = 0;
+	ss_err e = {0};
+	for (int l = 0; l <= (int)ss_cpu_best(); l++) {
+		if (ss_cpu_force((ss_isa)l, &e) < 0)
+			return 1;
+		char name[64];
+		snprintf(name, sizeof name, "kernels (%s: rows %s, attention %s)", ss_isa_name((ss_isa)l),
+		         k_kernels_name(), attn_kernels_name());
+		rc |= _cmocka_run_group_tests(name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
+	}
+	return rc;
 }

@@ -13,12 +13,12 @@
  * l (every factor <= 1: nothing overflows).  The scores of the block are
  * kept tile by tile, rows kt floats apart (rows T floats apart put whole
  * tiles into a few cache sets), so they reach memory once and come back
- * once.  The two products are register-blocked AVX2 kernels (6 rows x 16
- * columns) fused with the scaling and the rescaling, on keys and values
- * packed once per call into panels of 16 (keys [16 keys][hd], values
- * [T][16 columns]) that every block shares; portable C does the same
- * without AVX2.  Tiles start at a multiple of 16 keys.  Calls with a few
- * queries (decoding, re-runs: fewer than PACK_MIN rows per block) skip the
+ * once.  The two products are register-blocked kernels (attn_kern_body.h:
+ * AVX-512 6 rows x 32 columns, AVX2 6 x 16, portable C; chosen at run
+ * time, util/cpu.h) fused with the scaling and the rescaling, on keys and
+ * values packed once per call into panels of 16 (keys [16 keys][hd],
+ * values [T][16 columns]) that every block shares.  Tiles start at a
+ * multiple of 16 keys.  Calls with a few queries (decoding, re-runs: fewer than PACK_MIN rows per block) skip the
  * packing and use two sgemm calls per block instead (block_few).  Calls
  * under a key selection or a measurement (attention.h) take block_sel: the
  * block's kept keys gathered and its windows in place, two sgemm calls for

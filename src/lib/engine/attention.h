@@ -26,6 +26,8 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
  * reach every path). */
 int attn_set_key_tile(ss_attn *a, long kt, ss_err *e);
 void attn_free(ss_attn *a);
+/* the tile kernels in use: "c", "avx2", "avx512" (util/cpu.h) */
+const char *attn_kernels_name(void);
 /* The sliding window of the next calls (0: none): the layer's (Gemma
  * alternates); attn_create starts with the config's sliding_window. */
 void attn_set_layer(ss_attn *a, long window);

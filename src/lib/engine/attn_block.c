@@ -3,13 +3,24 @@
  * and the few-query path; see attention.c for the scheme. */
 #include "engine/attn_impl.h"
 #include "engine/kernels.h"
+#include "util/cpu.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
+
+const attn_kops *attn_kern(void)
+{
+	/* AVX512_BF16 adds nothing to the f32 tiles */
+	static const attn_kops *const k[SS_ISA_N] = {&attn_kops_c, &attn_kops_avx2, &attn_kops_avx512,
+	                                             &attn_kops_avx512};
+	return k[ss_cpu_isa()];
+}
+
+const char *attn_kernels_name(void)
+{
+	return attn_kern()->name;
+}
 
 /* keys and values of panels [p0, p1) of every KV head into a->kp, a->vp
  * (zeros beyond the keys given and beyond hd) */
@@ -34,117 +45,6 @@ void attn_pack_task(void *ctx, int tid, int nth)
 				        j < keys && c < hd ? v[c] : 0.0f;
 		}
 	}
-}
-
-#ifdef __AVX2__
-/* s[i][0..15] = scale * sum_d q[i][d] kp[d][0..15] for rows i < nr */
-static inline __attribute__((always_inline)) void qk_avx(const int nr, const float *q, long hd,
-                                                         const float *kp, float *s, long lds, float scale)
-{
-	__m256 c0[MR], c1[MR];
-#pragma GCC unroll 6
-	for (int i = 0; i < nr; i++)
-		c0[i] = c1[i] = _mm256_setzero_ps();
-#pragma GCC unroll 4   /* not unrolled, the loop ran at 2/3 of the speed */
-	for (long d = 0; d < hd; d++) {
-		__m256 b0 = _mm256_loadu_ps(kp + d * NP), b1 = _mm256_loadu_ps(kp + d * NP + 8);
-#pragma GCC unroll 6
-		for (int i = 0; i < nr; i++) {
-			__m256 x = _mm256_broadcast_ss(q + i * hd + d);
-			c0[i] = _mm256_fmadd_ps(x, b0, c0[i]);
-			c1[i] = _mm256_fmadd_ps(x, b1, c1[i]);
-		}
-	}
-	__m256 sc = _mm256_set1_ps(scale);
-#pragma GCC unroll 6
-	for (int i = 0; i < nr; i++) {
-		_mm256_storeu_ps(s + i * lds, _mm256_mul_ps(c0[i], sc));
-		_mm256_storeu_ps(s + i * lds + 8, _mm256_mul_ps(c1[i], sc));
-	}
-}
-
-/* o[i][0..15] = al[i] o[i][..] + sum_{j<w} p[i][j] v[j][0..15] for rows i < nr */
-static inline __attribute__((always_inline)) void pv_avx(const int nr, const float *p, long ldp, const float *v,
-                                                         long w, float *o, long ldo, const float *al)
-{
-	__m256 c0[MR], c1[MR];
-#pragma GCC unroll 6
-	for (int i = 0; i < nr; i++) {
-		__m256 f = _mm256_set1_ps(al[i]);
-		c0[i] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo), f);
-		c1[i] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo + 8), f);
-	}
-#pragma GCC unroll 4
-	for (long j = 0; j < w; j++) {
-		__m256 b0 = _mm256_loadu_ps(v + j * NP), b1 = _mm256_loadu_ps(v + j * NP + 8);
-#pragma GCC unroll 6
-		for (int i = 0; i < nr; i++) {
-			__m256 x = _mm256_broadcast_ss(p + i * ldp + j);
-			c0[i] = _mm256_fmadd_ps(x, b0, c0[i]);
-			c1[i] = _mm256_fmadd_ps(x, b1, c1[i]);
-		}
-	}
-#pragma GCC unroll 6
-	for (int i = 0; i < nr; i++) {
-		_mm256_storeu_ps(o + i * ldo, c0[i]);
-		_mm256_storeu_ps(o + i * ldo + 8, c1[i]);
-	}
-}
-#endif
-
-/* the same in portable C, any number of rows and columns */
-static void qk_c(int nr, const float *q, long hd, const float *kp, float *s, long lds, float scale)
-{
-	for (int i = 0; i < nr; i++)
-		for (int c = 0; c < NP; c++) {
-			float acc = 0;
-			for (long d = 0; d < hd; d++)
-				acc += q[i * hd + d] * kp[d * NP + c];
-			s[i * lds + c] = acc * scale;
-		}
-}
-
-static void pv_c(int nr, const float *p, long ldp, const float *v, long w, float *o, long ldo, const float *al)
-{
-	for (int i = 0; i < nr; i++)
-		for (int c = 0; c < NP; c++) {
-			float acc = o[i * ldo + c] * al[i];
-			for (long j = 0; j < w; j++)
-				acc += p[i * ldp + j] * v[j * NP + c];
-			o[i * ldo + c] = acc;
-		}
-}
-
-/* S rows x0.. (nr of them) against one panel of NP keys */
-static void qk(int nr, const float *q, long hd, const float *kp, float *s, long lds, float scale)
-{
-#ifdef __AVX2__
-	switch (nr) {
-	case 6: qk_avx(6, q, hd, kp, s, lds, scale); return;
-	case 5: qk_avx(5, q, hd, kp, s, lds, scale); return;
-	case 4: qk_avx(4, q, hd, kp, s, lds, scale); return;
-	case 3: qk_avx(3, q, hd, kp, s, lds, scale); return;
-	case 2: qk_avx(2, q, hd, kp, s, lds, scale); return;
-	case 1: qk_avx(1, q, hd, kp, s, lds, scale); return;
-	}
-#endif
-	qk_c(nr, q, hd, kp, s, lds, scale);
-}
-
-/* O rows (nr of them) = O al + P V over one panel of NP columns */
-static void pv(int nr, const float *p, long ldp, const float *v, long w, float *o, long ldo, const float *al)
-{
-#ifdef __AVX2__
-	switch (nr) {
-	case 6: pv_avx(6, p, ldp, v, w, o, ldo, al); return;
-	case 5: pv_avx(5, p, ldp, v, w, o, ldo, al); return;
-	case 4: pv_avx(4, p, ldp, v, w, o, ldo, al); return;
-	case 3: pv_avx(3, p, ldp, v, w, o, ldo, al); return;
-	case 2: pv_avx(2, p, ldp, v, w, o, ldo, al); return;
-	case 1: pv_avx(1, p, ldp, v, w, o, ldo, al); return;
-	}
-#endif
-	pv_c(nr, p, ldp, v, w, o, ldo, al);
 }
 
 /* ---- one work item ----------------------------------------------------- */
@@ -205,6 +105,7 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	long klo = a->window && qs - a->window + 1 > 0 ? qs - a->window + 1 : 0;
 	long kb = klo / NP * NP, nk = qe - kb;          /* keys kb..qe-1, tiles from kb */
 	long nt = (nk + kt - 1) / kt;
+	const attn_kops *K = attn_kern();
 	const float *kp = a->kp + (kvh * a->np + kb / NP) * hd * NP;
 	const float *vp = a->vp + (kvh * (hdp / NP) * a->np * NP + kb) * NP;
 	attn_gather_q(a, p, r0, nb, kvh);
@@ -224,8 +125,10 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			for (long x0 = 0; x0 < R; x0 += MR) {
 				int nr = R - x0 < MR ? (int)(R - x0) : MR;
 				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
-				for (long j = j0; j < j0 + 4 * NP && j < top; j += NP)
-					qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, sl + x0 * kt + j, kt, a->scale);
+				for (long j = j0; j < j0 + 4 * NP && j < top; j += K->qk_pan * NP) {
+					int np = K->qk_pan > 1 && j + NP < top && j + NP < j0 + 4 * NP ? 2 : 1;
+					K->qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, np, sl + x0 * kt + j, kt, a->scale);
+				}
 			}
 		/* the online softmax, P~ into the block's buffer */
 		for (long x = 0; x < R; x++) {
@@ -259,13 +162,15 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 		}
 		/* O = O a + P~ V, a panel of 16 value columns (16 KiB) against each
 		 * group of rows in turn, over the keys some row of the group sees */
-		for (long c = 0; c < hdp; c += NP)
+		for (long c = 0; c < hdp; c += K->pv_pan * NP) {
+			int np = K->pv_pan > 1 && c + NP < hdp ? 2 : 1;
 			for (long x0 = 0; x0 < R; x0 += MR) {
 				int nr = R - x0 < MR ? (int)(R - x0) : MR;
 				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
-				pv(nr, st + x0 * kt, kt, vp + (c * a->np + c0) * NP, top, p->og + x0 * hdp + c, hdp,
-				   p->al + x0);
+				K->pv(nr, st + x0 * kt, kt, vp + (c * a->np + c0) * NP, a->np * NP * NP, np, top,
+				      p->og + x0 * hdp + c, hdp, p->al + x0);
 			}
+		}
 	}
 	/* the output: O / l */
 	for (long x = 0; x < R; x++)

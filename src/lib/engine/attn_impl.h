@@ -51,6 +51,30 @@ struct ss_attn {
 	int mcap;         /* measured selections lost[] holds */
 };
 
+/* The tile kernels, once per instruction set (attn_kern_body.h): qk
+ * writes s[i][0..16 np) = scale q[i] . keys for rows i < nr (at most MR)
+ * against np panels of NP packed keys (kp[panel][d][16], hd * NP floats
+ * apart); pv sets o[i][0..16 np) = al[i] o[i] + sum_{j<w} p[i][j] v[j]
+ * over np panels of NP value columns (v[panel][j][16], vs floats apart).
+ * np is at most qk_pan, pv_pan. */
+typedef struct attn_kops {
+	const char *name;   /* "c", "avx2", "avx512" */
+	int qk_pan, pv_pan;
+	void (*qk)(int nr, const float *q, long hd, const float *kp, int np, float *s, long lds, float scale);
+	void (*pv)(int nr, const float *p, long ldp, const float *v, long vs, int np, long w, float *o, long ldo,
+	           const float *al);
+} attn_kops;
+extern const attn_kops attn_kops_c, attn_kops_avx2, attn_kops_avx512;
+/* The bf16 compute mode (issue 17: `--compute bf16`, QK^T and PV as bf16
+ * dot products with f32 accumulation) is not here yet.  Its place: an
+ * attn_kern_avx512bf16.c copy whose qk takes keys packed as bf16 pairs
+ * ([16 keys][hd / 2][2], vdpbf16ps against the query broadcast as pairs)
+ * and whose pv takes P~ rounded to bf16 against values packed the same
+ * way, chosen by attn_kern() when the forward pass runs in bf16 and the
+ * level is SS_ISA_AVX512BF16; recv keeps summing the f32 probabilities. */
+/* the copy for ss_cpu_isa() */
+const attn_kops *attn_kern(void);
+
 /* keys and values of every KV head packed into a->kp, a->vp (pool task) */
 void attn_pack_task(void *ctx, int tid, int nth);
 /* the queries of rows r0..r0+nb-1 for the g heads of KV head kvh, stacked

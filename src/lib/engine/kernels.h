@@ -1,9 +1,11 @@
 /* kernels.h - CPU kernels of the forward pass (library-internal).
- * AVX2/FMA paths when compiled for them (the default -march=x86-64-v3),
- * portable C otherwise; same formulas either way. */
+ * Chosen at run time by the CPU (util/cpu.h): AVX-512, AVX2+FMA or
+ * portable C copies of the same formulas (kern_impl.h). */
 #ifndef SS_KERNELS_H
 #define SS_KERNELS_H
 
+/* the copy in use: "c", "avx2", "avx512" */
+const char *k_kernels_name(void);
 /* sum x[i]^2 and sum a[i]*b[i], accumulated in double */
 double k_sumsq(const float *x, long n);
 double k_dot(const float *a, const float *b, long n);

@@ -6,6 +6,10 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "engine/attention.h"
+#include "engine/kernels.h"
+#include "io/stconv.h"
+#include "util/cpu.h"
 #include "util/opt.h"
 #include "util/progress.h"
 
@@ -236,4 +240,6 @@ void rec_times_print(FILE *f, const char *prog, long T, long L, int threads, con
 	        prog, ft->linear, ft->linear_flop / 1e9, ft->linear_flop / ft->linear / 1e9, ft->attention,
 	        ft->attention_flop / 1e9, ft->attention_flop / ft->attention / 1e9, ft->convert, ft->rows,
 	        ft->pages, t->forward - fwd_times_parts(ft));
+	fprintf(f, "%s: kernels (%s): attention %s, rows %s, bf16/f16 rows %s\n", prog, ss_isa_name(ss_cpu_isa()),
+	        attn_kernels_name(), k_kernels_name(), st_conv_kernels_name());
 }

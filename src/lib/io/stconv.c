@@ -1,12 +1,11 @@
 /* stconv.c - element types of weights: f32, f16 and bf16 to f32 (scalars
- * exactly, rows with AVX2/F16C where built for it) and f32 to bf16; see
- * stconv.h. */
+ * exactly, rows with AVX-512 or AVX2/F16C as the CPU has them:
+ * stconv_impl.h) and f32 to bf16; see stconv.h. */
 #include "io/stconv.h"
+#include "io/stconv_impl.h"
+#include "util/cpu.h"
 
 #include <string.h>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 
 size_t st_dtype_size(st_dtype d) { return d == ST_F32 ? 4 : 2; }
 
@@ -68,9 +67,6 @@ uint16_t st_f32_to_bf16(float f)
 	return (uint16_t)(u >> 16);
 }
 
-/* elements from which st_conv_f32 writes with non-temporal stores (1 MiB of f32) */
-#define ST_STREAM_MIN (1L << 18)
-
 /* Element i of a bf16 / f16 tensor (tensor data need not be 2-byte aligned). */
 static inline float half_at(const uint16_t *s, long i, int bf16)
 {
@@ -79,17 +75,11 @@ static inline float half_at(const uint16_t *s, long i, int bf16)
 	return bf16 ? st_bf16_to_f32(h) : st_f16_to_f32(h);
 }
 
-#if defined __AVX2__ && defined __F16C__
-#define ST_SIMD 1
-/* Eight elements from s: bf16 is the high half of an f32; f16 by F16C. */
-static inline __m256 half8(const uint16_t *s, int bf16)
+const char *st_conv_kernels_name(void)
 {
-	__m128i v = _mm_loadu_si128((const __m128i *)s);
-	if (bf16)
-		return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
-	return _mm256_cvtph_ps(v);
+	static const char *const n[SS_ISA_N] = {"c", "avx2", "avx512", "avx512"};
+	return n[ss_cpu_isa()];
 }
-#endif
 
 void st_conv_f32(float *dst, const void *src, st_dtype dt, long off, long n)
 {
@@ -100,21 +90,17 @@ void st_conv_f32(float *dst, const void *src, st_dtype dt, long off, long n)
 	const uint16_t *s = (const uint16_t *)src + off;
 	int bf16 = dt == ST_BF16;
 	long i = 0;
-#ifdef ST_SIMD
-	if (n >= ST_STREAM_MIN) {
-		/* a whole weight matrix: non-temporal stores skip reading the
-		 * destination's cache lines first (a third of the traffic); the
-		 * data is not read back before it would have left the cache
-		 * anyway */
-		for (; ((uintptr_t)(dst + i) & 31) && i < n; i++)
+	ss_isa isa = ss_cpu_isa();
+	int stream = n >= ST_STREAM_MIN && isa >= SS_ISA_AVX2;
+	if (stream) {   /* to the vector width's alignment */
+		uintptr_t m = isa >= SS_ISA_AVX512 ? 63 : 31;
+		for (; ((uintptr_t)(dst + i) & m) && i < n; i++)
 			dst[i] = half_at(s, i, bf16);
-		for (; i + 8 <= n; i += 8)
-			_mm256_stream_ps(dst + i, half8(s + i, bf16));
-		_mm_sfence();
 	}
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(dst + i, half8(s + i, bf16));
-#endif
+	if (isa >= SS_ISA_AVX512)
+		i += st_conv_half_avx512(dst + i, s + i, bf16, n - i, stream);
+	else if (isa == SS_ISA_AVX2)
+		i += st_conv_half_avx2(dst + i, s + i, bf16, n - i, stream);
 	for (; i < n; i++)
 		dst[i] = half_at(s, i, bf16);
 }

@@ -17,10 +17,13 @@ const char *st_dtype_name(st_dtype d);   /* "f32", "f16", "bf16" */
 int st_dtype_parse(const char *s, st_dtype *d);
 
 /* Convert n elements starting at element off of src (elements of type dt,
- * 2-byte ones need not be aligned) to f32 in dst.  From 2^18 elements on,
- * AVX2 builds write with non-temporal stores (a whole weight matrix that is
- * not read back while still in cache). */
+ * 2-byte ones need not be aligned) to f32 in dst, with AVX-512 or AVX2
+ * as the CPU has them (util/cpu.h; stconv_impl.h).  From 2^18 elements on,
+ * the vector paths write with non-temporal stores (a whole weight matrix
+ * that is not read back while still in cache). */
 void st_conv_f32(float *dst, const void *src, st_dtype dt, long off, long n);
+/* the row conversion in use: "c", "avx2", "avx512" */
+const char *st_conv_kernels_name(void);
 
 /* Scalar conversions (exact; f16 subnormals, inf and NaN handled). */
 float st_bf16_to_f32(uint16_t h);
