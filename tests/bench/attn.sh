@@ -29,6 +29,7 @@ git -C "$SS_ROOT" show "$BASE:src/lib/engine/attention.c" >"$O/attention.c" 2>/d
 	git -C "$SS_ROOT" show "$BASE:src/lib/attention.c" >"$O/attention.c" || exit 1
 ren="-Dattn_create=old_attn_create -Dattn_run=old_attn_run -Dattn_free=old_attn_free"
 ren="$ren -Dattn_memory_estimate=old_attn_memory_estimate -Dattn_set_key_tile=old_attn_set_key_tile"
+ren="$ren -Dattn_set_layer=old_attn_set_layer -Dattn_run_sel=old_attn_run_sel"
 cc -std=c11 -D_GNU_SOURCE -O2 -march=x86-64-v3 $ren -I"$SS_ROOT/src/lib" -I"$SS_ROOT/src/lib/engine" -I"$SS_ROOT/src/lib/util" $(pkg-config --cflags openblas) \
 	-c "$O/attention.c" -o "$O/attention.o" || exit 1
 cc -o "$O/attnbench" "$SS_BUILD/tools/attnbench.o" "$O/attention.o" "$SS_BUILD/libsinkscope.a" \
