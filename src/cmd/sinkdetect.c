@@ -13,12 +13,14 @@
 #include "util/progress.h"
 #include "sinks/sinks.h"
 #include "sinks/summary.h"
+#include "sinks/tokrate.h"
 #include "io/trace.h"
 #include "io/tsv.h"
 
 static ss_sink_params sp;
 static const char *layers_opt, *out_h5;
-static int summary;
+static int summary, tokens;
+static ss_tokrate *rates; /* --tokens */
 
 static const ss_opt opts[] = {
 	{"tau-cos", 'c', SS_OPT_DOUBLE, &sp.tau_cos, "X", "cosine to position 0 above X (0.95)", NULL},
@@ -28,6 +30,7 @@ static const ss_opt opts[] = {
 	{"primary-end", 0, SS_OPT_DOUBLE, &sp.primary_end_frac, "F", "primary: lasts to at least F of the layers (0.9)", NULL},
 	{"layers", 'l', SS_OPT_STRING, &layers_opt, "A-B", "consider layers A to B only (all)", NULL},
 	{"summary", 0, SS_OPT_FLAG, &summary, NULL, "print per-layer tables instead of episodes", NULL},
+	{"tokens", 0, SS_OPT_FLAG, &tokens, NULL, "print per token text: occurrences, sinks, rate, episodes by level", NULL},
 	{"output", 'o', SS_OPT_STRING, &out_h5, "OUT.h5", "also write the trace with /sinks to OUT.h5", NULL},
 	{0},
 };
@@ -107,14 +110,16 @@ static int run(const char *path, FILE *buf, ss_err *e)
 		goto done;
 	if (summary && write_summary(buf, &tr, ep, n, lo, hi, e))
 		goto done;
+	if (tokens && tokrate_add(rates, &tr, ep, n, e))
+		goto done;
 	/* the header once, with the experts column when the first trace is of
 	 * a mixture of experts */
 	static int with = -1;
-	if (!summary && with < 0) {
+	if (!summary && !tokens && with < 0) {
 		with = tr.moe_experts ? EP_WITH_EXPERTS : 0;
 		episodes_put_header(buf, with);
 	}
-	for (size_t k = 0; !summary && k < n; k++)
+	for (size_t k = 0; !summary && !tokens && k < n; k++)
 		episodes_put_row(buf, tr.name, tr.text[ep[k].pos], &ep[k], with);
 	if (out_h5 && write_h5(f, &tr, ep, n, lo, hi, e))
 		goto done;
@@ -140,6 +145,10 @@ int main(int argc, char **argv)
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	if (sink_params_check(&sp, LONG_MAX, &lo, &hi, &e))
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	if (summary && tokens) {
+		ss_err_status(&e, SS_EXIT_USAGE, "--summary and --tokens: choose one table");
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	}
 	if (out_h5 && (nin > 1 || !strcmp(out_h5, "-"))) {
 		ss_err_status(&e, SS_EXIT_USAGE, nin > 1 ? "-o takes exactly one input trace"
 		                                         : "-o -: stdout carries the table; name a file");
@@ -154,6 +163,11 @@ int main(int argc, char **argv)
 		return ss_main_end(prog.name, ss_err_set(&e, "out of memory"), &e);
 	if (summary)
 		layer_summary_put_header(buf);
+	if (tokens && !(rates = tokrate_new(&e))) {
+		fclose(buf);
+		free(text);
+		return ss_main_end(prog.name, -1, &e);
+	}
 	ss_progress pg;
 	ss_progress_start(&pg, "sinkdetect");
 	int rc = 0;
@@ -164,6 +178,12 @@ int main(int argc, char **argv)
 		ss_progress_update(&pg, k + 1, nin, "files");
 	}
 	ss_progress_end(&pg);
+	if (tokens && rc == 0) {
+		ss_level_params lp;
+		levels_params_default(&lp);
+		rc = tokrate_write_tsv(buf, rates, &lp, &e);
+	}
+	tokrate_free(rates);
 	if (fclose(buf) != 0 && rc == 0)
 		rc = ss_err_set(&e, "out of memory building the table");
 	if (rc == 0 && fwrite(text, 1, len, stdout) != len)

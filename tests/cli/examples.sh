@@ -34,7 +34,7 @@ sinkdetect run.h5 >eps.tsv && sinkdetect run1.h5 run2.h5 >sinks.tsv
 sinkdetect run1.h5 >run1.tsv && sinkdetect run2.h5 >run2.tsv
 t_ok "sandbox: the examples' inputs" test -s run.h5 -a -s eps.tsv -a -s trace.ids
 # sizes made small enough for a test (the organism has 24 layers)
-SUBST='s/--generate 8000/--generate 30/; s/--scan 10-30/--scan 10-20/'
+SUBST='s/--generate 8000/--generate 30/'
 PROGS='actdump|sinkdetect|sinklevels|pcaprobe|swapexp|tsne|mkorganism|sinkplant|kvevict|echo|cat'
 n=0
 for m in "$SS_ROOT"/man/man1/*.1; do

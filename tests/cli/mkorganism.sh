@@ -33,6 +33,26 @@ spec long "${good/lifetime: 5/lifetime: 16}"
 T_OUT=$TMP/o1 t_fails "lifetime past the last layer" 1 "long.yaml:sinks.levels\[1\].lifetime: 16, the sink must end" "$P" -o "$TMP/o1" "$TMP/long.yaml"
 spec same "${good/lifetime: 5/lifetime: 2}"
 T_OUT=$TMP/o1 t_fails "two levels with one lifetime" 1 "same.yaml:sinks.levels\[1\].lifetime: 2, same as level 0" "$P" -o "$TMP/o1" "$TMP/same.yaml"
+spec lsorder "${good/lifetime: 5,/lifetime: 5, start_layer: 6,}"
+T_OUT=$TMP/o1 t_fails "a level's start layer not after the decision layer" 1 "lsorder.yaml:sinks.levels\[1\].start_layer: 6, must be after decision_layer 6" "$P" -o "$TMP/o1" "$TMP/lsorder.yaml"
+spec lslong "${good/lifetime: 5,/lifetime: 5, start_layer: 20,}"
+T_OUT=$TMP/o1 t_fails "a level's own start layer past the end" 1 "lslong.yaml:sinks.levels\[1\].lifetime: 5, the sink must end" "$P" -o "$TMP/o1" "$TMP/lslong.yaml"
+spec lssame "${good/lifetime: 5,/lifetime: 2, start_layer: 12,}"
+t_ok "one lifetime at two start layers is two levels" "$P" --dtype f16 -o "$TMP/o2" "$TMP/lssame.yaml"
+t_eq "... with their own l_start (truth/levels.tsv)" "9:2 12:2" "$(awk -F'\t' 'NR>1{printf "%s%s:%s", (NR > 2 ? " " : ""), $2, $3}' "$TMP/o2/truth/levels.tsv")"
+spec spr "${good}
+  spread: 0.5"
+T_OUT=$TMP/o1 t_fails "spread out of range" 1 "spr.yaml:sinks.spread: 0.5, must lie in \[0, 0.45\]" "$P" -o "$TMP/o1" "$TMP/spr.yaml"
+spec spr2 "${good/\",\"\]/\",\", \"3\", \"5\"]}
+  spread: 0.3"
+T_OUT=$TMP/o1 t_fails "a spread the law cannot keep alive" 1 "spr2.yaml:sinks.levels\[0\].lifetime: planted norm .* too small" "$P" -o "$TMP/o1" "$TMP/spr2.yaml"
+spec spr3 "$(sed 's/-17.5/-22.5/' <<<"${good/\",\"\]/\",\", \"3\", \"5\"]}")
+  spread: 0.3"
+t_ok "a spread within a level" "$P" --dtype f16 -o "$TMP/o3" "$TMP/spr3.yaml"
+# each token its own norm, evenly in ln over lifetime +- spread on the law's scale
+t_eq "... each token's planted norm (truth/tokens.tsv)" \
+	"$(awk 'BEGIN { for (d = -0.3; d < 0.31; d += 0.3) printf "%.4g ", exp((2 + d + 22.5) / 4); printf "%.4g", exp((5 + 22.5) / 4) }')" \
+	"$(awk -F'\t' 'NR>1{printf "%s%.4g", (NR > 2 ? " " : ""), $6}' "$TMP/o3/truth/tokens.tsv")"
 spec small "${good/intercept: -17.5/intercept: -5}"
 T_OUT=$TMP/o1 t_fails "law too weak for a live sink" 1 "small.yaml:sinks.levels\[0\].lifetime: planted norm .* too small" "$P" -o "$TMP/o1" "$TMP/small.yaml"
 spec notint "${good/start_layer: 9/start_layer: nine}"

@@ -18,6 +18,17 @@ t_eq "trace column is the file name" "p.h5" "$(awk -F'\t' 'NR>1{print $1}' det.t
 bad=$(paste <(awk -F'\t' 'NR>1{print $9, $10}' truth.tsv) <(awk -F'\t' 'NR>1{print $14, $13}' det.tsv) |
 	awk '{ if ($1 > 0 && (($1-$3)^2 > (1e-5*$1)^2 || ($2-$4)^2 > (1e-5*$2+1e-7)^2)) n++ } END {print n+0}')
 t_eq "mlp_norm_start and score_start match the planted values" 0 "$bad"
+# --tokens: per text, its secondary episodes split by level as planted
+# (truth.tsv: text and level of each; sinkplant's levels 12:4, 12:10, 18:6
+# are numbered as sinklevels numbers them, by l_start then lifetime)
+sinkdetect --tokens p.h5 >toks.tsv; t_eq "--tokens: exit 0" 0 $?
+t_eq "--tokens: header" "token occurrences sinks rate episodes level1 level2 level3 none" "$(head -1 toks.tsv | tr '\t' ' ')"
+want=$(awk -F'\t' 'NR>1 && $4=="secondary" { n[$3]++; c[$3, $8]++ } END { for (t in n) print t, n[t], c[t, 1] + 0, c[t, 2] + 0, c[t, 3] + 0, 0 }' truth.tsv | sort)
+got=$(awk -F'\t' 'NR>1 && $3 > 0 { print $1, $3, $6, $7, $8, $9 }' toks.tsv | sort)
+t_eq "--tokens: sinks per text and their split by level as planted" "$want" "$got"
+t_ok "--tokens: rate = sinks / occurrences, occurrences = the trace's positions after 0" awk -F'\t' -v T="$(h5dump -d /tokens/ids -H p.h5 | grep -o 'DATASPACE  SIMPLE { ( [0-9]*' | grep -o '[0-9]*$')" '
+	NR>1 { o += $2; d = $4 - $3 / $2; if (d < 0) d = -d; if (d > 1e-5) bad++ } END { exit !(!bad && o == T - 1) }' toks.tsv
+t_fails "--tokens with --summary is a usage error" 2 "choose one table" sinkdetect --tokens --summary p.h5
 
 for n in 1 6; do
 	if [ $n = 1 ]; then lv=16:6; else lv=8:3,8:9,14:5,20:4,20:12,26:3; fi

@@ -34,10 +34,13 @@ t_match "planted clusters: 1-NN label agreement in 2-D $nn >= 0.98" '^ok$' "$(aw
 
 # HDF5 inputs and labels
 out=$(tsne -q --iter 300 --layer 2 --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid")
-t_eq "labels from sinkdetect TSV and token classes (counts)" "160 control 79 future 161 other" \
+t_eq "labels from sinkdetect TSV and token classes (counts)" "160 control 79 future 138 other 23 twin" \
 	"$(printf '%s\n' "$out" | awk 'NR>1{print $3}' | sort | uniq -c | awk '{printf "%s%s %s", (NR>1 ? " " : ""), $1, $2}')"
 t_eq "future rows are the planted ones (every 5th position)" "" \
 	"$(printf '%s\n' "$out" | awk '$3=="future" && $2%5 {print}')"
+t_eq "twins: the futures' token elsewhere (odd positions 3 mod 14), never a sink" "$(seq 3 14 399 | awk '$1%5' | xargs)" \
+	"$(printf '%s\n' "$out" | awk '$3=="twin"{print $2}' | xargs)"
+t_eq "--only future,twin" "79 future 23 twin" "$(tsne -q --iter 300 --layer 2 --labels "$TMP/p.tsv" --only future,twin "$TMP/p.h5:/acts/resid" | awk 'NR>1{print $3}' | sort | uniq -c | awk '{printf "%s%s %s", (NR>1 ? " " : ""), $1, $2}')"
 t_eq "--only future,control" 239 "$(tsne -q --iter 300 --layer 2 --labels "$TMP/p.tsv" --only future,control "$TMP/p.h5:/acts/resid" | tail -n +2 | wc -l | tr -d ' ')"
 t_eq "--min-lifetime 3 drops the lifetime-2 futures" 0 "$(tsne -q --iter 250 --layer 2 --labels "$TMP/p.tsv" --min-lifetime 3 "$TMP/p.h5:/acts/resid" | awk '$3=="future"' | wc -l | tr -d ' ')"
 # --level takes membership from the level column (sinklevels --assign):
@@ -63,13 +66,31 @@ lab = [x.decode() if isinstance(x, bytes) else x for x in f['tsne/label'][()]]
 print(f['tsne/xy'].shape, len(f['tsne/pos']), len(f['tsne/trace']), lab.count('control'), f['tsne/xy'].attrs['kl_divergence'] > 0)" "$TMP/e.h5" 2>&1)"
 
 # the scan: layer 1 inseparable, layer 2 separable (planted), 3-4 no futures
-scan=$(tsne -q --iter 300 --scan all --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid")
-t_eq "scan: header" "layer n n_future n_control n_other knn_acc knn_bal silhouette knn_acc_2d knn_bal_2d silhouette_2d kl" \
+scan=$(tsne --scan all --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid" 2>"$TMP/scan.err")
+t_eq "scan: header" "layer n_future n_twin n_control same_acc same_lo same_hi same_chance same_chance_hi same_silhouette same_leaves ctrl_acc ctrl_lo ctrl_hi ctrl_chance ctrl_chance_hi ctrl_silhouette ctrl_leaves decision" \
 	"$(printf '%s\n' "$scan" | head -1 | tr '\t' ' ')"
 t_eq "scan: one row per layer" "1 2 3 4" "$(printf '%s\n' "$scan" | tail -n +2 | cut -f1 | tr '\n' ' ' | sed 's/ $//')"
-t_match "scan: layer 2 separable (balanced k-NN > 0.9 in both spaces), layer 1 not (< 0.7)" "^ok$" \
-	"$(printf '%s\n' "$scan" | awk -F'\t' '$1==1{a=($7<0.7 && $10<0.7)} $1==2{b=($7>0.9 && $10>0.9)} END{print (a&&b)?"ok":"bad " a b}')"
-t_match "scan: layers without futures are NA" "^NA NA$" "$(printf '%s\n' "$scan" | awk -F'\t' '$1==4{print $6, $9}')"
+t_eq "scan: counts per layer (futures before l_start 3 only)" "79 23 160,79 23 160,0 23 160,0 23 160" \
+	"$(printf '%s\n' "$scan" | awk -F'\t' 'NR>1{printf "%s%s %s %s", (NR>2?",":""), $2, $3, $4}')"
+t_eq "scan: layer 1 at chance in both comparisons, layer 2 leaves it in both" "0 0 1 1" \
+	"$(printf '%s\n' "$scan" | awk -F'\t' '$1==1{a=$11" "$18} $1==2{b=$11" "$18} END{print a, b}')"
+t_eq "scan: the decision layer is 2 (column and stderr)" "2 decision layer 2" \
+	"$(printf '%s\n' "$scan" | awk -F'\t' '$19==1{print $1}') $(grep -o 'decision layer [0-9]*' "$TMP/scan.err")"
+# chance of the k-NN vote is not 1/2 with 79 futures against 23 twins: the
+# majority class wins most votes when labels carry nothing; the interval is
+# Wilson's over the 102 rows
+t_match "scan: chance <= its 95th percentile < the interval's low end at layer 2; acc inside the interval" "^ok$" \
+	"$(printf '%s\n' "$scan" | awk -F'\t' '$1==2{print ($8<=$9 && $9<$6 && $6<=$5 && $5<=$7 && $8>0.6) ? "ok" : "bad " $0}')"
+t_match "scan: Wilson interval by hand (n = 102 rows at layer 2)" "^ok$" \
+	"$(printf '%s\n' "$scan" | awk -F'\t' '$1==2{n=$2+$3; p=$5; z=1.959964; c=p+z*z/(2*n); w=z*sqrt(p*(1-p)/n+z*z/(4*n*n)); lo=(c-w)/(1+z*z/n); hi=(c+w)/(1+z*z/n)
+	print (lo-$6<1e-5 && $6-lo<1e-5 && hi-$7<1e-5 && $7-hi<1e-5) ? "ok" : "bad " lo " " hi " " $6 " " $7}')"
+t_match "scan: layers without futures are NA" "^NA NA$" "$(printf '%s\n' "$scan" | awk -F'\t' '$1==4{print $5, $12}')"
+a=$(tsne -q --scan all --labels "$TMP/p.tsv" -s 5 "$TMP/p.h5:/acts/resid" | cut -f8,9)
+t_match "scan: another seed, other permutations (chance columns differ)" "^ok$" "$([ "$a" != "$(printf '%s\n' "$scan" | cut -f8,9)" ] && echo ok)"
+t_eq "scan of layer 1 alone (futures and twins from one distribution): no decision layer" "no decision layer" \
+	"$(tsne --scan 1 --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid" 2>&1 >/dev/null | grep -o 'no decision layer')"
+t_fails "--only not with --scan" 2 "^tsne: --only: not with --scan" tsne --scan all --only future --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid"
+t_fails "--permutations 0" 2 "^tsne: --permutations: must be 1 to 100000$" tsne --scan all --permutations 0 --labels "$TMP/p.tsv" "$TMP/p.h5:/acts/resid"
 
 # bad input: one line, exit 1, no output
 printf 'a\tb\n1\t2\nnan\t3\n' >"$TMP/nan.tsv"

@@ -15,15 +15,22 @@ position 0 > 0.95, norm >= 5 x the layer median):
     an occurrence of a planted token with a trigger token (truth/context.tsv)
     among the `window` positions before it, position 0 aside (without a
     context every occurrence is one); the same texts elsewhere never are;
-  - the fit lifetime ~ ln ||m[l_start]|| gives the planted slope/intercept;
+  - levels start at their own l_start (truth/levels.tsv; several start
+    layers); each planted token has its own norm (truth/tokens.tsv; a
+    spread within a level);
+  - the fit lifetime ~ ln ||m[l_start]|| gives the planted slope/intercept
+    within 5%, and the fit over the truth's norms of the same occurrences
+    within 0.5% (lifetimes are whole layers; a level's norms spread around
+    its law norm, so the fit over the occurrences is not the law exactly);
   - the primary sink-score is high before start_layer (but at the decision
     layer, whose context heads take the planted tokens' attention), dips in the valley,
-    recovers after it; the sink-score at l_start rises with the level norm;
+    recovers after it; the attention at l_start + 1 rises with the level
+    norm among the levels of each start layer;
   - nuisance tokens (truth/nuisance.tsv) hold their planted norm ratios
     and alignment and are never episodes;
-  - PCA of the MLP inputs at start_layer (occurrences of the planted
-    texts): top component
-    along the planted decision direction (|cos| > 0.99).
+  - PCA of the MLP inputs at each start layer (occurrences of the texts of
+    the levels starting there): top component along that start layer's
+    planted decision direction (|cos| > 0.99).
 Prints one "ok"/"not ok" line per check (TAP body, no plan) and the figures.
 """
 import json
@@ -56,7 +63,7 @@ def read_st(path):
     return out
 
 
-def forward(cfg, w, ids, lrel=0):
+def forward(cfg, w, ids, lrels=()):
     D, L, H = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
     hd, eps, T = D // H, cfg["rms_norm_eps"], len(ids)
     inv = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2) / hd))
@@ -66,7 +73,7 @@ def forward(cfg, w, ids, lrel=0):
     rms = lambda x, g: g * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     mask = torch.full((T, T), float("-inf")).triu(1)
     h = w["model.embed_tokens.weight"][torch.tensor(ids)]
-    hs, mins, mouts, recv = [h], [], [], []
+    hs, mins, mouts, recv, relv = [h], [], [], [], {}
     for l in range(L):
         p = "model.layers.%d." % l
         x = rms(h, w[p + "input_layernorm.weight"])
@@ -75,8 +82,8 @@ def forward(cfg, w, ids, lrel=0):
         q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
         A = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(hd) + mask, -1)
         recv.append(A.sum(1) / (T - torch.arange(T)))
-        if l + 1 == lrel:  # mean over heads and queries i >= j of A[i][j] / A[i][0]
-            relv = ((A / A[:, :, :1]) * (~torch.isinf(mask) )).sum(1).mean(0) / (T - torch.arange(T))
+        if l + 1 in lrels:  # mean over heads and queries i >= j of A[i][j] / A[i][0]
+            relv[l + 1] = ((A / A[:, :, :1]) * (~torch.isinf(mask) )).sum(1).mean(0) / (T - torch.arange(T))
         a = (A @ v).transpose(0, 1).reshape(T, D) @ w[p + "self_attn.o_proj.weight"].T
         mid = h + a
         x2 = rms(mid, w[p + "post_attention_layernorm.weight"])
@@ -112,13 +119,16 @@ def main():
     w = read_st(md + "/model.safetensors")
     levels = tsv(md + "/truth/levels.tsv")
     law = tsv(md + "/truth/law.tsv")[0]
-    dirs = {r["name"]: np.array([float(x) for x in r["vector"].split(",")]) for r in tsv(md + "/truth/directions.tsv")}
-    ls = int(levels[0]["l_start"])
+    # one decision direction per start layer
+    dirs = {(r["name"], int(r["layer"])): np.array([float(x) for x in r["vector"].split(",")])
+            for r in tsv(md + "/truth/directions.tsv")}
+    starts = sorted({int(r["l_start"]) for r in levels})
+    # per planted token: its level's (l_start, lifetime), the level's law norm, its own planted norm
     lev_of = {}
-    for r in levels:
-        for i in r["ids"].split(","):
-            lev_of[int(i)] = (int(r["l_start"]), int(r["lifetime"]), float(r["norm"]))
-    R, MI, MO, RECV, REL = forward(cfg, w, ids, int(levels[0]["l_start"]) + 1)
+    for r in tsv(md + "/truth/tokens.tsv"):
+        lr = levels[int(r["level"]) - 1]
+        lev_of[int(r["id"])] = (int(r["l_start"]), int(r["lifetime"]), float(lr["norm_law"]), float(r["norm"]))
+    R, MI, MO, RECV, REL = forward(cfg, w, ids, {ls + 1 for ls in starts})
     rel = REL
     L, T = R.shape[0] - 1, R.shape[1]
     norm = R.norm(dim=-1)
@@ -145,6 +155,7 @@ def main():
     others = [j for j in occ if j not in set(planted)]
     print("# %d occurrences of planted tokens, %d of them future sinks by the context rule" % (len(occ), len(planted)))
     print("# %d tokens, %d planted positions, %d episodes" % (T, len(planted), len(eps)))
+    print("# start layers %s" % starts)
     bad = [e for e in eps if e[1] not in lev_of or (e[2], e[3]) != lev_of[e[1]][:2]]
     check("every episode is a planted token with its level's (l_start, lifetime)", not bad,
           "first bad: %r" % (bad[:3],))
@@ -162,10 +173,17 @@ def main():
     if len(set(y)) >= 2:
         b, a = np.polyfit(x, y, 1)
         r = np.corrcoef(x, y)[0, 1]
-        print("# law: lifetime = %.4f + %.4f ln(norm), r = %.4f, n = %d (planted %s + %s ln)"
-              % (a, b, r, len(x), law["intercept"], law["slope"]))
-        check("law slope within 5%", abs(b - float(law["slope"])) <= 0.05 * float(law["slope"]))
-        check("law intercept within 5%", abs(a - float(law["intercept"])) <= 0.05 * abs(float(law["intercept"])))
+        # the same fit over the truth: each future sink's planted norm and its level's lifetime
+        xt = np.array([math.log(lev_of[ids[j]][3]) for j in planted])
+        yt = np.array([lev_of[ids[j]][1] for j in planted], float)
+        bt, at = np.polyfit(xt, yt, 1)
+        print("# law: lifetime = %.4f + %.4f ln(norm), r = %.4f, n = %d, %d distinct norms "
+              "(planted %s + %s ln; over the truth's norms %.4f + %.4f ln)"
+              % (a, b, r, len(x), len({round(v, 6) for v in xt}), law["intercept"], law["slope"], at, bt))
+        check("law slope within 5% of the planted one", abs(b - float(law["slope"])) <= 0.05 * float(law["slope"]))
+        check("law intercept within 5% of the planted one", abs(a - float(law["intercept"])) <= 0.05 * abs(float(law["intercept"])))
+        check("law slope within 0.5% of the fit over the truth's norms", abs(b - bt) <= 0.005 * abs(bt), "%.5g vs %.5g" % (b, bt))
+        check("law intercept within 0.5% of the fit over the truth's norms", abs(a - at) <= 0.005 * abs(at), "%.5g vs %.5g" % (a, at))
     # nuisance (truth/nuisance.tsv, from layer 4): every occurrence holds
     # its planted norm ratio (within 10%, median over layers 4..L), the
     # aligned ones a cosine > 0.95 to position 0, the others < 0.5; none is
@@ -192,48 +210,51 @@ def main():
     if nus:
         check("nuisance tokens hold their planted norm ratio and alignment", nn and not bad, "first bad %r" % bad[:3])
     score = RECV.mean(1)  # [L, T], row l-1 = layer l
-    maxlife = max(int(r["lifetime"]) for r in levels)
+    ls = starts[0]
+    end = max(int(r["l_start"]) + int(r["lifetime"]) for r in levels)
     p0 = score[:, 0].numpy()
     print("# primary sink-score by layer: " + " ".join("%d:%.2f" % (l + 1, p0[l]) for l in range(L)))
     # attention at layer l reads h[l-1]: sinks of h[ls..ls+life-1] get it at
-    # layers ls+1..ls+life, so the valley is layers ls+1..ls+maxlife
+    # layers ls+1..ls+life, so the valley is layers ls+1 (the first start) to
+    # the last level's end
     before = min(p0[l] for l in range(1, ls) if l != ld - 1)
-    valley = p0[ls:ls + maxlife].min()
-    after = p0[ls + maxlife:].min() if ls + maxlife < L else float("nan")
+    valley = p0[ls:end].min()
+    after = p0[end:].min() if end < L else float("nan")
     check("primary sink-score high before the valley (>0.9)", before > 0.9, "%.3f" % before)
     check("primary sink-score dips in the valley (< 0.5 x before)", valley < 0.5 * before, "%.3f" % valley)
     check("primary sink-score recovers after the valley (> 0.9)", not (after <= 0.9), "%.3f" % after)
     # the first attention that sees a new sink is layer ls+1 (it reads h[ls]);
     # the sink-score depends on where a token sits, so compare each sink with
     # position 0 on the same queries: mean_i A[i][j] / A[i][0]
-    byn, bys = {}, {}
-    for e in eps:
-        j = e[0]
-        k = lev_of[e[1]][2]
-        bys.setdefault(k, []).append(float(score[ls, j]))
-        byn.setdefault(k, []).append(float(rel[j]))
-    ks = sorted(byn)
-    ms = [np.mean(byn[k]) for k in ks]
-    print("# sink-score at layer ls+1 by level norm: " + " ".join("%.0f:%.3g" % (k, np.mean(bys[k])) for k in ks))
-    print("# attention relative to position 0 (mean over heads and queries) at layer ls+1: " +
-          " ".join("%.0f:%.3g" % (k, m) for k, m in zip(ks, ms)))
-    check("attention a sink receives (relative to position 0) rises with its norm",
-          all(a < b for a, b in zip(ms, ms[1:])))
+    # (per start layer: the sinks of one start layer sit on the same queries)
+    for s0 in starts:
+        byn, bys = {}, {}
+        for e in eps:
+            j = e[0]
+            if e[2] != s0:
+                continue
+            k = lev_of[e[1]][2]
+            bys.setdefault(k, []).append(float(score[s0, j]))
+            byn.setdefault(k, []).append(float(rel[s0 + 1][j]))
+        ks = sorted(byn)
+        ms = [np.mean(byn[k]) for k in ks]
+        print("# l_start %d: sink-score at layer l_start+1 by level norm: " % s0 + " ".join("%.0f:%.3g" % (k, np.mean(bys[k])) for k in ks))
+        print("# l_start %d: attention relative to position 0 (mean over heads and queries) at layer l_start+1: " % s0 +
+              " ".join("%.0f:%.3g" % (k, m) for k, m in zip(ks, ms)))
+        check("l_start %d: attention a sink receives (relative to position 0) rises with its level's norm" % s0,
+              all(a < b for a, b in zip(ms, ms[1:])))
     # over the occurrences of the planted texts (future sinks and the same
     # texts elsewhere): over all positions the nuisance tokens' own axes
     # carry more variance
-    X = MI[ls - 1, occ].numpy()
-    X = X - X.mean(0)
-    top = np.linalg.svd(X, full_matrices=False)[2][0]
-    c = abs(float(top @ dirs["decision"]))
-    print("# PCA of mlp_in at layer %d over the planted texts' occurrences: |cos(top component, planted direction)| = %.5f" % (ls, c))
-    check("PCA top component is the planted decision direction (|cos| > 0.99)", c > 0.99)
-    fs = [j for j in planted]
-    if fs:
-        Xf = MI[ls - 1, fs].numpy()
-        Xf = Xf - Xf.mean(0)
-        cf = abs(float(np.linalg.svd(Xf, full_matrices=False)[2][0] @ dirs["decision"]))
-        print("# PCA over future sinks only: |cos| = %.5f" % cf)
+    # (per start layer: the occurrences of the texts of the levels starting there)
+    for s0 in starts:
+        oc = [j for j in occ if lev_of[ids[j]][0] == s0]
+        X = MI[s0 - 1, oc].numpy()
+        X = X - X.mean(0)
+        top = np.linalg.svd(X, full_matrices=False)[2][0]
+        c = abs(float(top @ dirs[("decision", s0)]))
+        print("# PCA of mlp_in at layer %d over the occurrences of its levels' texts: |cos(top component, planted direction)| = %.5f" % (s0, c))
+        check("l_start %d: PCA top component is the planted decision direction (|cos| > 0.99)" % s0, c > 0.99)
     sys.exit(1 if n_ok else 0)
 
 

@@ -51,6 +51,8 @@ check_model() { # MODEL OUT [MAKE-ARGS...]
 	ck "heatmap (fig 1)" heatmap.tsv fig1_heatmap $src sinkdetect
 	ck "valley (fig 2)" primary.tsv fig2_valley $src sinkdetect
 	ck "episodes table" lstart_hist.tsv "" $src sinkdetect
+	ck "token table (sinkdetect --tokens)" tokens.tsv "" $src sinkdetect
+	have sinkdetect && t_match "$m: report shows which tokens become sinks" "^## Which tokens become sinks" "$(cat "$out/report.md")"
 	ck "levels (fig 3)" episodes.tsv fig3_levels $src sinkdetect sinklevels
 	ck "norm law (fig 4)" normlaw.tsv fig4_normlaw $src sinkdetect sinklevels
 	if [ -n "${NOACTS:-}" ]; then
@@ -145,8 +147,9 @@ if [ -f "$org/config.json" ]; then
 	fi
 	if have actdump && have swapexp && [ ! -f "$o/notext" ]; then
 		# every planted decision (layer, component, prevents) against the suppressed fraction
-		bad=$(awk -F'\t' 'FNR == NR { if (FNR > 1) { c = $4 == "resid" ? 0 : $4 == "attn_out" ? 1 : 2; w[c, $3 - $2] = $5 } next }
-			FNR > 1 && (($1, $2) in w) { n++; if ((w[$1, $2] == 1) != ($3 > 0.5)) print "comp " $1 " layer " $2 ": " $3 }
+		# (tables/swap.tsv: l_start comp layer suppression ..., per start layer)
+		bad=$(awk -F'\t' 'FNR == NR { if (FNR > 1) { c = $4 == "resid" ? 0 : $4 == "attn_out" ? 1 : 2; w[$2, c, $3 - $2] = $5 } next }
+			FNR > 1 && (($1, $2, $3) in w) { n++; if ((w[$1, $2, $3] == 1) != ($4 > 0.5)) print "l_start " $1 " comp " $2 " layer " $3 ": " $4 }
 			END { if (!n) print "no swap row matches a planted decision" }' "$org/truth/decision.tsv" "$o/tables/swap.tsv")
 		t_eq "organism: swaps suppress exactly where the truth says" "" "$bad"
 	else

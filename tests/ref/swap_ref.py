@@ -130,7 +130,9 @@ def main(argv=None):
                     nrm = o["resid_norm"][ls].numpy()
                     cos = o["resid_cos0"][ls, j].item()
                     med = float(np.median(nrm))
-                    score = o["recv"][ls - 1, :, j].mean().item()
+                    # the score where the sink is first visible: layer ls + 1 (ls at the last)
+                    sl = ls + 1 if ls < o["recv"].shape[0] else ls
+                    score = o["recv"][sl - 1, :, j].mean().item()
                     sink = int(cos > tc and nrm[j] >= tn * med)
                     print("%d\t%d\t%s\t%.9g\t%.9g\t%.9g\t%.9g\t%d" % (j, l, comp, nrm[j], cos, med, score, sink))
         return
@@ -167,7 +169,8 @@ def main(argv=None):
                 return v
             hf_ref.forward(cfg, w, ids, keep_acts=False, edit=edit)
             return got["y"] if len(x) > 1 else got["y"][0]
-        y0 = np.linalg.norm(mlp(mu))
+        ym = mlp(mu)
+        y0 = np.linalg.norm(ym)
         print("component\tvar_ratio\tproj_sinks\tproj_controls\talpha\tgain\tcos_u")
         for i in range(K):
             pc = V[:, i]
@@ -177,9 +180,11 @@ def main(argv=None):
             pcn = np.mean([(X[j] - mu) @ pc for j in ctl])
             for a in alphas:
                 y = mlp(mu + a * math.sqrt(max(ev[i], 0)) * pc)
+                dy = y - ym  # cos_u: the direction of the response to the move
+                ndy = np.linalg.norm(dy)
                 print("%d\t%.9g\t%.9g\t%.9g\t%g\t%.9g\t%.9g" % (
                     i + 1, ev[i] / total, ps, pcn, a, np.linalg.norm(y) / y0,
-                    y @ u / np.linalg.norm(y)))
+                    dy @ u / ndy if ndy > 0 else 0.0))
         return
     sys.exit("swap_ref.py: unknown command " + cmd)
 

@@ -5,7 +5,8 @@ L = 4 layers, T = 400 tokens, d = 16.  Every 5th token (pos > 0) is a
 "future sink": a secondary episode with l_start 3, lifetime 2 (listed in
 SINKS.tsv and sink-like in /stats at layers 3-4, so it is never a control).
 Other tokens alternate between non-informative pieces (" ", ",", "7": the
-controls) and words ("cat": other).  /acts/resid holds layers 0..4; at
+controls) and words ("cat": other), but every 14th from position 3 is the
+futures' own token (id 220) without becoming a sink: the twins.  /acts/resid holds layers 0..4; at
 layer 1 futures and controls come from one distribution, at layer 2 the
 futures are shifted by 4 along a fixed direction (separable).
 """
@@ -25,6 +26,8 @@ for j in range(T):
         text.append(" "); ids.append(220); future.append(j)
     elif j % 2 == 0:
         text.append([" ", ",", "7"][j % 3]); ids.append(300 + j % 3)
+    elif j % 14 == 3:
+        text.append(" "); ids.append(220)
     else:
         text.append("cat"); ids.append(5000 + j % 7)
 fut = np.zeros(T, bool); fut[future] = True

@@ -5,21 +5,14 @@
 #include "interv/probe.h"
 #include "sinks/tokclass.h"
 #include "io/tsv.h"
+#include "engine/kernels.h"
 
-static double dotf(const float *a, const float *b, long n)
-{
-	double s = 0;
-	for (long i = 0; i < n; i++)
-		s += (double)a[i] * b[i];
-	return s;
-}
-
-static double normf(const float *a, long n) { return sqrt(dotf(a, a, n)); }
+static double normf(const float *a, long n) { return sqrt(k_sumsq(a, n)); }
 
 static double cos_u(const float *y, const float *u, long n)
 {
 	double ny = normf(y, n);
-	return ny > 0 ? dotf(y, u, n) / ny : 0; /* u is unit */
+	return ny > 0 ? k_dot(y, u, n) / ny : 0; /* u is unit */
 }
 
 void probe_free(ss_probe *p)
@@ -125,8 +118,10 @@ int probe_run(ss_dec *d, const ss_trace *tr, long layer, const float *x, const f
 		if (!c->gain || !c->cos_u)
 			goto done;
 		for (long a = 0; a < n_alpha; a++) {
-			const float *r = y + (size_t)(1 + i * n_alpha + a) * D;
+			float *r = y + (size_t)(1 + i * n_alpha + a) * D;
 			c->gain[a] = ybase > 0 ? normf(r, D) / ybase : 0;
+			for (long q = 0; q < D; q++) /* the response: MLP(point) - MLP(mean) */
+				r[q] -= y[q];
 			c->cos_u[a] = cos_u(r, u, D);
 		}
 		const double *pc = pca.comp + (size_t)i * D;
@@ -156,7 +151,7 @@ int probe_run(ss_dec *d, const ss_trace *tr, long layer, const float *x, const f
 		const float *xj = x + (size_t)tg[t].pos * D;
 		float *full = in + (size_t)3 * s * D, *par = full + D, *perp = par + D;
 		memcpy(full, xj, D * sizeof *full);
-		double par2 = 0, all2 = dotf(xj, xj, D);
+		double all2 = k_sumsq(xj, D);
 		for (long q = 0; q < D; q++)
 			par[q] = 0;
 		for (int i = 0; i < k; i++) {
@@ -167,10 +162,9 @@ int probe_run(ss_dec *d, const ss_trace *tr, long layer, const float *x, const f
 			for (long q = 0; q < D; q++)
 				par[q] += (float)(c * pc[q]);
 		}
-		for (long q = 0; q < D; q++) {
+		for (long q = 0; q < D; q++)
 			perp[q] = xj[q] - par[q];
-			par2 += (double)par[q] * par[q];
-		}
+		double par2 = k_sumsq(par, D);
 		out->sink[s].pos = tg[t].pos;
 		out->sink[s].frac_par = all2 > 0 ? par2 / all2 : 0;
 		s++;

@@ -10,7 +10,12 @@
  *     the controls (tokclass_controls), and for each alpha the MLP output
  *     y = MLP_ls(mean + alpha sigma_i pc_i) (sigma_i = sqrt(var_i), so
  *     alpha counts standard deviations): gain ||y|| / ||MLP_ls(mean)|| and
- *     cos(y, u);
+ *     cos_u = cos(y - MLP_ls(mean), u), the direction of the MLP's response
+ *     to the move along the component (+1: it adds along the sink
+ *     direction, -1: it takes away, 0: orthogonal, or alpha = 0).  Not
+ *     cos(y, u): that is the baseline output's direction wherever the move
+ *     changes little (0.9998 on the organism in every row, also at gain
+ *     3e-27);
  *   - per future sink: x = x_par + x_perp with x_par = sum_{i<k} (x.pc_i)
  *     pc_i (the projection on the top-k subspace through the origin) and
  *     the MLP on x, x_par, x_perp: norm and cos to u of each output.

@@ -7,6 +7,7 @@
 #include "sinks/tokclass.h"
 #include "io/episodes.h"
 #include "io/tsv.h"
+#include "engine/kernels.h"
 
 const char *const swap_comp_names[SS_SWAP_NCOMP] = {"resid", "attn_out", "mlp_out"};
 static const ss_hook_point comp_hook[SS_SWAP_NCOMP] = {SS_HOOK_RESID, SS_HOOK_ATTN_OUT,
@@ -113,6 +114,11 @@ typedef struct base_cap {
 	float *h0;                        /* [(L+1) * dim]: h[l][0] */
 } base_cap;
 
+/* The layer where j's sink-score is measured: the first whose attention
+ * reads h[ls] (its keys come from the layer's input), where the sink made
+ * at ls is first visible; ls itself when ls is the last layer. */
+static long score_layer(long ls, long L) { return ls < L ? ls + 1 : ls; }
+
 static long lo_layer(const ss_swap_target *t, long window)
 {
 	return t->l_start - window + 1 > 1 ? t->l_start - window + 1 : 1;
@@ -201,15 +207,7 @@ static int layer_lse(ss_dec *d, int layer, const float *q, long T, double *lse, 
 	return 0;
 }
 
-static double dot(const float *a, const float *b, long n)
-{
-	double s = 0;
-	for (long i = 0; i < n; i++)
-		s += (double)a[i] * b[i];
-	return s;
-}
-
-/* The cheap sink-score of j at ls (swap.h). */
+/* The cheap sink-score of j at the score layer (swap.h). */
 static double approx_score(const ss_config *c, int layer, long T, long j, const float *q,
                            const double *lse, const float *k_old, const float *k_new, const float *self)
 {
@@ -223,7 +221,7 @@ static double approx_score(const ss_config *c, int layer, long T, long j, const 
 		for (long i = j + 1; i < iend; i++) {   /* the queries that see key j */
 			const float *qi = q + (size_t)i * H * hd + h * hd;
 			double l = lse[i * H + h];
-			double so = scale * dot(qi, ko, hd), sn = scale * dot(qi, kn, hd);
+			double so = scale * k_dot(qi, ko, hd), sn = scale * k_dot(qi, kn, hd);
 			if (cap > 0) {
 				so = cap * tanh(so / cap);
 				sn = cap * tanh(sn / cap);
@@ -292,11 +290,11 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	base_cap b = {.L = L, .T = T, .dim = D, .tg = tg, .n_tg = n_tg, .window = W};
 	unsigned char *is_control = NULL, *need_mean = NULL;
 	double **lse = NULL;
-	float *mean = NULL, *xs = NULL, *keys = NULL, *selfs = NULL, *kold = NULL, *vtmp = NULL,
+	float *mean = NULL, *xs = NULL, *xs2 = NULL, *keys = NULL, *selfs = NULL, *kold = NULL, *vtmp = NULL,
 	      *tmp = NULL;
 	ss_swap_row *rows = NULL;
 	ss_interv *ivs = NULL;
-	ss_rerun *rr = NULL;
+	ss_rerun *rr = NULL, *rr2 = NULL;
 	size_t nr = 0;
 	*rows_out = NULL;
 	*n_rows = 0;
@@ -334,9 +332,9 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	for (size_t k = 0; k < n_tg; k++) {
 		for (long l = lo_layer(&tg[k], W); l <= tg[k].l_start; l++)
 			need_mean[l] = 1;
-		long ls = tg[k].l_start;
-		if (!o->exact && !b.hq[ls] && !(b.hq[ls] = ss_malloc((size_t)T * D, sizeof(float),
-		                                                     "inputs of l_start", e)))
+		long sl = score_layer(tg[k].l_start, L);
+		if (!o->exact && !b.hq[sl] && !(b.hq[sl] = ss_malloc((size_t)T * D, sizeof(float),
+		                                                     "inputs of the score layer", e)))
 			goto done;
 	}
 	b.is_control = is_control;
@@ -358,7 +356,7 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 		goto done;
 	for (size_t i = 0; i < (size_t)(L + 1) * SS_SWAP_NCOMP * D; i++)
 		mean[i] = (float)(b.sum[i] / nc);
-	/* baseline queries and normalisers at each l_start in use */
+	/* baseline queries and normalisers at each score layer in use */
 	for (long l = 1; l <= L; l++) {
 		if (!b.hq[l])
 			continue;
@@ -383,13 +381,15 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	rows = ss_calloc(ns ? ns : 1, sizeof *rows, "swap results", e);
 	ivs = ss_calloc(ns ? ns : 1, sizeof *ivs, "interventions", e);
 	rr = ss_calloc(ns ? ns : 1, sizeof *rr, "re-runs", e);
+	rr2 = ss_calloc(ns ? ns : 1, sizeof *rr2, "re-runs", e);
 	xs = ss_malloc(ns ? ns * D : 1, sizeof *xs, "swap states", e);
+	xs2 = ss_malloc(ns ? ns * D : 1, sizeof *xs2, "swap states", e);
 	keys = ss_malloc(ns ? ns * kvd : 1, sizeof *keys, "swap keys", e);
 	selfs = ss_malloc(ns ? ns * H : 1, sizeof *selfs, "self attention", e);
 	kold = ss_malloc(kvd, sizeof *kold, "key", e);
 	vtmp = ss_malloc(kvd, sizeof *vtmp, "value", e);
 	tmp = ss_malloc(T, sizeof *tmp, "norms", e);
-	if (!rows || !ivs || !rr || !xs || !keys || !selfs || !kold || !vtmp || !tmp)
+	if (!rows || !ivs || !rr || !rr2 || !xs || !xs2 || !keys || !selfs || !kold || !vtmp || !tmp)
 		goto done;
 	size_t i = 0;
 	for (size_t k = 0; k < n_tg; k++) {
@@ -412,19 +412,34 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	}
 	if (!o->exact && dec_rerun(&dec, rr, ns, e) < 0)
 		goto done;
+	/* then h[ls][j] through the score layer alone, for its key and the
+	 * attention its query pays it there */
+	size_t n2 = 0;
+	for (i = 0; !o->exact && i < ns; i++) {
+		long ls = tg[rows[i].target].l_start, sl = score_layer(ls, L);
+		if (sl == ls)
+			continue;
+		float *x = xs2 + n2 * D;
+		memcpy(x, xs + i * D, D * sizeof *x);
+		rr2[n2++] = (ss_rerun){.pos = tg[rows[i].target].pos, .l_from = (int)sl,
+		                       .l_to = (int)sl, .x = x, .key_out = keys + i * kvd,
+		                       .self_attn = selfs + i * H};
+	}
+	if (n2 && dec_rerun(&dec, rr2, n2, e) < 0)
+		goto done;
 	if (o->exact && stats_alloc(&st2, L, H, T, e) < 0)
 		goto done;
 	for (i = 0; i < ns; i++) {
 		ss_swap_row *r = &rows[i];
 		const ss_swap_target *t = &tg[r->target];
-		long j = t->pos, ls = t->l_start;
+		long j = t->pos, ls = t->l_start, sl = score_layer(ls, L);
 		const float *nrm = st.resid_norm + (size_t)ls * T;
 		r->base_norm = nrm[j];
 		double med0;
 		if (ss_median_f32(nrm, T, &med0, e) < 0)
 			goto done;
 		r->base_sink = ss_is_sink(&o->sp, st.resid_cos0[(size_t)ls * T + j], nrm[j], med0);
-		r->base_score = score_of(&st, H, T, ls, j);
+		r->base_score = score_of(&st, H, T, sl, j);
 		if (o->exact) {
 			dec_set_interv(&dec, &ivs[i], 1);
 			int q = dec_prefill(&dec, tr->ids, T, &st2, NULL, e);
@@ -435,18 +450,18 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 			r->cos0 = st2.resid_cos0[(size_t)ls * T + j];
 			if (ss_median_f32(st2.resid_norm + (size_t)ls * T, T, &r->median, e) < 0)
 				goto done;
-			r->score = score_of(&st2, H, T, ls, j);
+			r->score = score_of(&st2, H, T, sl, j);
 		} else {
 			const float *x = xs + i * D, *h0 = b.h0 + (size_t)ls * D;
-			double nx = sqrt(dot(x, x, D)), n0 = sqrt(dot(h0, h0, D));
+			double nx = sqrt(k_sumsq(x, D)), n0 = sqrt(k_sumsq(h0, D));
 			r->norm = nx;
-			r->cos0 = nx > 0 && n0 > 0 ? dot(x, h0, D) / (nx * n0) : 0;
+			r->cos0 = nx > 0 && n0 > 0 ? k_dot(x, h0, D) / (nx * n0) : 0;
 			memcpy(tmp, nrm, T * sizeof *tmp);
 			tmp[j] = (float)nx;
 			if (ss_median_f32(tmp, T, &r->median, e) < 0)
 				goto done;
-			kv_get(&dec.kv, (int)ls, j, kold, vtmp);
-			r->score = approx_score(c, (int)ls, T, j, b.hq[ls], lse[ls], kold, keys + i * kvd,
+			kv_get(&dec.kv, (int)sl, j, kold, vtmp);
+			r->score = approx_score(c, (int)sl, T, j, b.hq[sl], lse[sl], kold, keys + i * kvd,
 			                        selfs + i * H);
 		}
 		r->sink = ss_is_sink(&o->sp, r->cos0, r->norm, r->median);
@@ -475,10 +490,12 @@ done:
 	free(need_mean);
 	free(mean);
 	free(xs);
+	free(xs2);
 	free(keys);
 	free(selfs);
 	free(ivs);
 	free(rr);
+	free(rr2);
 	free(kold);
 	free(vtmp);
 	free(tmp);

@@ -14,13 +14,18 @@
  *   - the median norm of layer ls is the baseline's with j's entry
  *     replaced by its new norm (later positions, which attend to j, are
  *     not re-run: they move the median by a negligible amount);
- *   - the sink-score of j at ls, (1/H) sum_k mean_{i>=j} A_k[i][j], takes
- *     A[j][j] exactly from the re-run and, for i > j, recomputes the
- *     softmax of the baseline queries q_i of ls with j's key replaced by
- *     its new key:  A'[i][j] = e^{s'} / (Z_i - e^{s} + e^{s'}), s and s'
- *     the old and new logits and Z_i the baseline normaliser.
+ *   - the sink-score of j is measured at ls + 1 (at ls when ls = L), the
+ *     first layer whose attention reads h[ls] (keys come from a layer's
+ *     input), where the sink made at ls is first visible; at ls it is not
+ *     visible yet (on the organism its score there is ~1e-38).  It is
+ *     (1/H) sum_k mean_{i>=j} A_k[i][j]: A[j][j] exactly from re-running
+ *     h[ls][j] through that layer and, for i > j, the softmax of the
+ *     baseline queries q_i of that layer with j's key replaced by its new
+ *     key:  A'[i][j] = e^{s'} / (Z_i - e^{s} + e^{s'}), s and s' the old
+ *     and new logits and Z_i the baseline normaliser.
  * `exact` instead re-runs the whole sequence with the intervention (one
- * full forward pass per swap) and reports its norm median and sink-score.
+ * full forward pass per swap) and reports its norm median and sink-score
+ * (at the same layer).
  */
 #ifndef SS_SWAP_H
 #define SS_SWAP_H

@@ -146,20 +146,25 @@ static void put_tok(FILE *f, const char *s) { tsv_put_escaped(f, s, strlen(s)); 
 static int write_truth(const org *o, const char *dir, ss_err *e)
 {
 	const org_spec *s = o->s;
-	long ls = s->start_layer, ld = s->decision_layer;
+	long ld = s->decision_layer;
 	char p[4096];
 	ss_ofile f;
 	/* levels */
 	pjoin(p, sizeof p, dir, "/levels.tsv");
 	if (ss_ofile_open(&f, p, e) < 0)
 		return -1;
+	/* norm: the median of the level's planted norms (its law norm when the
+	 * count is odd or spread 0); norm_law: the law's; norm_min, norm_max:
+	 * their range (sinks.spread) */
 	fprintf(f.f, "level\tl_start\tlifetime\tl_end\tnorm\tnorm_law\tln_norm\tgamma\tn_tokens\t"
-	        "tokens\tids\n");
+	        "tokens\tids\tnorm_min\tnorm_max\n");
 	for (long k = 0; k < s->nlv; k++) {
 		const org_level *L = &s->lv[k];
-		double g = o->traj[k][ls];
+		long m = L->ntok / 2, ls = L->start;
+		double g = L->ntok % 2 ? L->tnorm[m] : sqrt(L->tnorm[m - 1] * L->tnorm[m]);
+		double gm = L->ntok % 2 ? L->tgamma[m] : 0.5 * (L->tgamma[m - 1] + L->tgamma[m]);
 		fprintf(f.f, "%ld\t%ld\t%ld\t%ld\t%.6g\t%.6g\t%.6g\t%.6g\t%ld\t", k + 1, ls, L->lifetime,
-		        ls + L->lifetime - 1, g, L->norm, log(g), L->gamma, L->ntok);
+		        ls + L->lifetime - 1, g, L->norm, log(g), gm, L->ntok);
 		for (long j = 0; j < L->ntok; j++) {
 			if (j)
 				fputc(' ', f.f);
@@ -168,7 +173,7 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 		fputc('\t', f.f);
 		for (long j = 0; j < L->ntok; j++)
 			fprintf(f.f, "%s%ld", j ? "," : "", L->ids[j]);
-		fputc('\n', f.f);
+		fprintf(f.f, "\t%.6g\t%.6g\n", L->tnorm[0], L->tnorm[L->ntok - 1]);
 	}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
@@ -181,8 +186,8 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 		for (long j = 0; j < s->lv[k].ntok; j++) {
 			fprintf(f.f, "%ld\t", s->lv[k].ids[j]);
 			put_tok(f.f, s->lv[k].text[j]);
-			fprintf(f.f, "\t%ld\t%ld\t%ld\t%.6g\t%.6g\n", k + 1, ls, s->lv[k].lifetime,
-			        o->traj[k][ls], s->lv[k].gamma);
+			fprintf(f.f, "\t%ld\t%ld\t%ld\t%.6g\t%.6g\n", k + 1, s->lv[k].start,
+			        s->lv[k].lifetime, s->lv[k].tnorm[j], s->lv[k].tgamma[j]);
 		}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
@@ -191,9 +196,21 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 	if (ss_ofile_open(&f, p, e) < 0)
 		return -1;
 	fprintf(f.f, "x\ty\tslope\tintercept\tr\tn\n");
-	fprintf(f.f, "ln_norm\tlifetime\t%.6g\t%.6g\t1\t%ld\n", s->slope, s->intercept, s->nlv);
-	fprintf(f.f, "log10_norm\tlifetime\t%.6g\t%.6g\t1\t%ld\n", s->slope * log(10.0), s->intercept,
-	        s->nlv);
+	/* the planted law; n: the planted norms (tokens), r: the correlation of
+	 * lifetime with ln(norm) over them (1 with spread 0) */
+	{
+		double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, nn = 0;
+		for (long k = 0; k < s->nlv; k++)
+			for (long j = 0; j < s->lv[k].ntok; j++) {
+				double x = log(s->lv[k].tnorm[j]), y = (double)s->lv[k].lifetime;
+				sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y, nn++;
+			}
+		double vx = sxx - sx * sx / nn, vy = syy - sy * sy / nn, cxy = sxy - sx * sy / nn;
+		double r = vx > 0 && vy > 0 ? cxy / sqrt(vx * vy) : 1;
+		fprintf(f.f, "ln_norm\tlifetime\t%.6g\t%.6g\t%.6g\t%.0f\n", s->slope, s->intercept, r, nn);
+		fprintf(f.f, "log10_norm\tlifetime\t%.6g\t%.6g\t%.6g\t%.0f\n", s->slope * log(10.0),
+		        s->intercept, r, nn);
+	}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
 	/* directions: u (sink) and v (decision), as unit vectors of the residual
@@ -202,14 +219,16 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 	if (ss_ofile_open(&f, p, e) < 0)
 		return -1;
 	fprintf(f.f, "name\tlayer\tcomponent\tdim\tvector\n");
-	for (int r = 0; r < 2; r++) {
-		long dim = r ? DV : DU;
-		fprintf(f.f, "%s\t%ld\t%s\t%ld\t", r ? "decision" : "sink", r ? ls : ls,
-		        r ? "mlp_in" : "resid", dim);
-		for (long i = 0; i < o->D; i++)
-			fprintf(f.f, "%s%d", i ? "," : "", i == dim);
-		fputc('\n', f.f);
-	}
+	/* one sink row and one decision row per start layer (its own axis) */
+	for (long g = 0; g < o->ng; g++)
+		for (int r = 0; r < 2; r++) {
+			long dim = r ? o->gdv[g] : DU;
+			fprintf(f.f, "%s\t%ld\t%s\t%ld\t", r ? "decision" : "sink", o->gls[g],
+			        r ? "mlp_in" : "resid", dim);
+			for (long i = 0; i < o->D; i++)
+				fprintf(f.f, "%s%d", i ? "," : "", i == dim);
+			fputc('\n', f.f);
+		}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
 	/* decision: what swapping a future sink's component at layer l does to
@@ -218,12 +237,15 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 	if (ss_ofile_open(&f, p, e) < 0)
 		return -1;
 	fprintf(f.f, "l_decision\tl_start\tlayer\tcomponent\tprevents\n");
-	for (long l = 1; l <= ls; l++) {
-		if (l < ls)
-			fprintf(f.f, "%ld\t%ld\t%ld\tresid\t1\n", ld, ls, l);
-		/* with a context, the decision layer's attention carries it */
-		fprintf(f.f, "%ld\t%ld\t%ld\tattn_out\t%d\n", ld, ls, l, s->ntrig && l == ld);
-		fprintf(f.f, "%ld\t%ld\t%ld\tmlp_out\t%d\n", ld, ls, l, l == ld || l == ls);
+	for (long g = 0; g < o->ng; g++) {
+		long ls = o->gls[g];
+		for (long l = 1; l <= ls; l++) {
+			if (l < ls)
+				fprintf(f.f, "%ld\t%ld\t%ld\tresid\t1\n", ld, ls, l);
+			/* with a context, the decision layer's attention carries it */
+			fprintf(f.f, "%ld\t%ld\t%ld\tattn_out\t%d\n", ld, ls, l, s->ntrig && l == ld);
+			fprintf(f.f, "%ld\t%ld\t%ld\tmlp_out\t%d\n", ld, ls, l, l == ld || l == ls);
+		}
 	}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
@@ -255,24 +277,37 @@ static int write_truth(const org *o, const char *dir, ss_err *e)
 	}
 	if (ss_ofile_commit(&f, e) < 0)
 		return -1;
-	/* layers: the role of each layer, the erosion and each level's u */
+	/* layers: the role of each layer, the erosion of the first start
+	 * layer's sinks (erosion_lN: of those starting at N, when several) and
+	 * each level's u (its first token's) */
 	pjoin(p, sizeof p, dir, "/layers.tsv");
 	if (ss_ofile_open(&f, p, e) < 0)
 		return -1;
 	fprintf(f.f, "layer\trole\terosion");
+	for (long g = 1; g < o->ng; g++)
+		fprintf(f.f, "\terosion_l%ld", o->gls[g]);
 	for (long k = 0; k < s->nlv; k++)
 		fprintf(f.f, "\tu_level%ld", k + 1);
 	fputc('\n', f.f);
 	for (long l = 1; l <= o->L; l++) {
+		int form = 0;
+		for (long g = 0; g < o->ng; g++)
+			form |= l == o->gls[g];
 		const char *role = l == 1 ? "signature cancel; position-0 sign"
 		                   : l == 2 ? "primary sink written"
 		                   : l <= 4 ? "cleanup"
 		                   : l == ld ? (s->ntrig ? "decision (context heads, gated MLP)" : "decision")
-		                   : l == ls ? "formation"
-		                   : l > ls ? "erosion" : "idle";
-		fprintf(f.f, "%ld\t%s\t%.6g", l, role, o->delta[l]);
-		for (long k = 0; k < s->nlv; k++)
-			fprintf(f.f, "\t%.6g", o->traj[k][l]);
+		                   : form ? (l > o->gls[0] ? "formation; erosion" : "formation")
+		                   : l > o->gls[0] ? "erosion" : "idle";
+		fprintf(f.f, "%ld\t%s", l, role);
+		for (long g = 0; g < o->ng; g++)
+			fprintf(f.f, "\t%.6g", o->delta[g][l]);
+		for (long k = 0; k < s->nlv; k++) {
+			long c = 0;
+			for (long q = 0; q < k; q++)
+				c += s->lv[q].ntok;
+			fprintf(f.f, "\t%.6g", o->traj[c][l]);
+		}
 		fputc('\n', f.f);
 	}
 	return ss_ofile_commit(&f, e);

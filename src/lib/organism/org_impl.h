@@ -43,6 +43,9 @@
 #define DELTA_C 0.02     /* context coordinate written per trigger seen */
 #define BETA_N 1e4       /* layers >= 3 keys: -BETA_N z_nuisance-marker */
 #define A_CTX 12.0       /* decision gate: +-A_CTX at a quarter of one trigger's signal */
+#define EPS_M 0.1        /* a secondary sink's marker of its start layer, per unit of u */
+#define ALPHA_M 20.0     /* erosion gate on that marker */
+#define ORG_MAX_STARTS 8 /* different start layers */
 
 enum { DU = 0, DB, DQ, DP, DV, DF };
 
@@ -64,9 +67,20 @@ typedef struct org {
 	long ncls;
 	long dt, dc;  /* context: trigger marker and context coordinates (-1: none) */
 	long dmn, dma, dn; /* nuisance: markers (not aligned, aligned) and its axis (-1: none) */
-	double *delta; /* [L+1]: erosion removed at layer l */
-	double **traj; /* [nlv][L+1]: u-component of each level after layer l */
+	/* start layers (groups of levels), ascending: group g forms at gls[g]
+	 * from decision axis gdv[g] (DV for g = 0) and carries the erosion
+	 * marker gdm[g] (EPS_M per unit of u) */
+	long ng, gls[ORG_MAX_STARTS], gdv[ORG_MAX_STARTS], gdm[ORG_MAX_STARTS];
+	long *lvg;     /* [nlv]: group of each level */
+	long *ctk;     /* [ncls]: token index of class c in its level */
+	double **delta; /* [ng][L+1]: erosion removed at layer l from group g's sinks */
+	double **traj; /* [ncls][L+1]: u-component of each planted token after layer l */
 } org;
+
+/* The erosion schedule's offset h (org_weights.c): a sink of norm G
+ * lives while G > exp((age + h - a) / b); (spread + 1/2) / 2, 0 with
+ * spread 0. */
+static inline double org_offset(const org_spec *s) { return s->spread > 0 ? 0.5 * (s->spread + 0.5) : 0; }
 
 /* Every weight of o (o->s and the sizes D, L, H, hd, F, V set), with the
  * planted trajectories (delta, traj) the truth tables report; checks

@@ -24,6 +24,8 @@ void org_spec_free(org_spec *s)
 			free(s->lv[i].text[k]);
 		free(s->lv[i].text);
 		free(s->lv[i].ids);
+		free(s->lv[i].tnorm);
+		free(s->lv[i].tgamma);
 	}
 	free(s->lv);
 	for (long k = 0; k < s->ntrig; k++)
@@ -238,11 +240,11 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 	                                 "vocab_size", "rope_theta", "rms_norm_eps", "dtype", "seed",
 	                                 "tokenizer", NULL};
 	static const char *const sk[] = {"start_layer", "decision_layer", "law", "levels", "context",
-	                                 "nuisance", NULL};
+	                                 "nuisance", "spread", NULL};
 	static const char *const ck[] = {"tokens", "window", NULL};
 	static const char *const nk[] = {"heavy", "loud", "aligned", NULL};
 	static const char *const lk[] = {"slope", "intercept", NULL};
-	static const char *const vk[] = {"lifetime", "tokens", NULL};
+	static const char *const vk[] = {"lifetime", "start_layer", "tokens", NULL};
 	if (check_keys(y, root, "(top)", top) < 0)
 		return -1;
 	yaml_node_t *m = get(y, root, "model"), *sn = get(y, root, "sinks");
@@ -282,9 +284,11 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 	if (get_long(y, sn, "sinks", "start_layer", 6, s->n_layers, &s->start_layer) < 0 ||
 	    get_long(y, sn, "sinks", "decision_layer", 5, s->n_layers, &s->decision_layer) < 0)
 		return -1;
-	if (s->decision_layer >= s->start_layer)
-		return ss_err_set(y->e, "%s:sinks.decision_layer: %ld, must be before start_layer %ld",
-		                  y->file, s->decision_layer, s->start_layer);
+	if (get_double(y, sn, "sinks", "spread", &s->spread) < 0)
+		return -1;
+	if (!(s->spread >= 0 && s->spread <= 0.45))
+		return ss_err_set(y->e, "%s:sinks.spread: %g, must lie in [0, 0.45] (layers of lifetime)",
+		                  y->file, s->spread);
 	yaml_node_t *law = get(y, sn, "law");
 	if (law && (check_keys(y, law, "sinks.law", lk) < 0 ||
 	            get_double(y, law, "sinks.law", "slope", &s->slope) < 0 ||
@@ -309,18 +313,39 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 		if (check_keys(y, it, f, vk) < 0)
 			return -1;
 		L->lifetime = 0;
-		if (get_long(y, it, f, "lifetime", 1, s->n_layers, &L->lifetime) < 0)
+		L->start = 0;
+		if (get_long(y, it, f, "lifetime", 1, s->n_layers, &L->lifetime) < 0 ||
+		    get_long(y, it, f, "start_layer", 6, s->n_layers, &L->start) < 0)
 			return -1;
 		if (!L->lifetime)
 			return ss_err_set(y->e, "%s:%s.lifetime: missing", y->file, f);
-		if (s->start_layer + L->lifetime > s->n_layers)
+		if (!L->start) {
+			L->start = s->start_layer;
+			if (s->decision_layer >= L->start)
+				return ss_err_set(y->e, "%s:sinks.decision_layer: %ld, must be before "
+				                  "start_layer %ld", y->file, s->decision_layer, L->start);
+		} else if (s->decision_layer >= L->start) {
+			return ss_err_set(y->e, "%s:%s.start_layer: %ld, must be after decision_layer %ld",
+			                  y->file, f, L->start, s->decision_layer);
+		}
+		if (L->start + L->lifetime > s->n_layers)
 			return ss_err_set(y->e, "%s:%s.lifetime: %ld, the sink must end by layer %ld "
 			                  "(start_layer + lifetime <= n_layers)", y->file, f, L->lifetime,
 			                  s->n_layers);
 		for (long k = 0; k < i; k++)
-			if (s->lv[k].lifetime == L->lifetime)
-				return ss_err_set(y->e, "%s:%s.lifetime: %ld, same as level %ld", y->file, f,
-				                  L->lifetime, k);
+			if (s->lv[k].lifetime == L->lifetime && s->lv[k].start == L->start)
+				return ss_err_set(y->e, "%s:%s.lifetime: %ld, same as level %ld (and the same "
+				                  "start_layer)", y->file, f, L->lifetime, k);
+		long ng = 0;
+		for (long k = 0; k <= i; k++) {
+			int seen = 0;
+			for (long q = 0; q < k; q++)
+				seen |= s->lv[q].start == s->lv[k].start;
+			ng += !seen;
+		}
+		if (ng > ORG_MAX_STARTS)
+			return ss_err_set(y->e, "%s:%s.start_layer: at most %d different start layers",
+			                  y->file, f, ORG_MAX_STARTS);
 		yaml_node_t *tl = get(y, it, "tokens");
 		if (!tl || tl->type != YAML_SEQUENCE_NODE ||
 		    tl->data.sequence.items.top == tl->data.sequence.items.start)
@@ -342,14 +367,25 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 		}
 		ncls += L->ntok;
 		L->norm = exp(((double)L->lifetime - s->intercept) / s->slope);
+		L->tnorm = ss_calloc((size_t)L->ntok, sizeof(double), "norms", y->e);
+		L->tgamma = ss_calloc((size_t)L->ntok, sizeof(double), "gains", y->e);
+		if (!L->tnorm || !L->tgamma)
+			return -1;
+		for (long k = 0; k < L->ntok; k++) {
+			double d = L->ntok > 1 ? s->spread * (2.0 * (double)k / (double)(L->ntok - 1) - 1) : 0;
+			L->tnorm[k] = exp(((double)L->lifetime + d - s->intercept) / s->slope);
+		}
 		/* a live sink keeps >= ALIVE_MIN x the median norm one layer before
-		 * it dies: G (1 - e^(-1/b)) - 1 >= ALIVE_MIN + margin */
-		if (L->norm * (1 - exp(-1 / s->slope)) - 1 < ALIVE_MIN * 1.25)
+		 * it dies: with the erosion schedule exp((n + h - a) / b) (org_weights.c,
+		 * org_offset), the level's smallest norm G e^(-spread/b) has lost
+		 * G e^((h - 1)/b) by then: G (e^(-spread/b) - e^((h - 1)/b)) - 1 >=
+		 * ALIVE_MIN + margin */
+		double keep = exp(-s->spread / s->slope) - exp((org_offset(s) - 1) / s->slope);
+		if (L->norm * keep - 1 < ALIVE_MIN * 1.25)
 			return ss_err_set(y->e, "%s:%s.lifetime: planted norm %.3g too small for the law; "
 			                  "lower sinks.law.intercept (need exp((lifetime - intercept) / slope) "
-			                  ">= %.3g)", y->file, f, L->norm,
-			                  (ALIVE_MIN * 1.25 + 1) / (1 - exp(-1 / s->slope)));
-		if (L->norm > 1e5)
+			                  ">= %.3g)", y->file, f, L->norm, (ALIVE_MIN * 1.25 + 1) / keep);
+		if (L->tnorm[L->ntok - 1] > 1e5)
 			return ss_err_set(y->e, "%s:%s.lifetime: planted norm %.3g too large (> 1e5); raise "
 			                  "sinks.law.intercept", y->file, f, L->norm);
 	}
@@ -419,7 +455,14 @@ static int parse(org_spec *s, yctx *y, yaml_node_t *root)
 			}
 		}
 	}
-	long extra = (s->ntrig ? 2 : 0) + (s->nnu ? 3 : 0); /* DT, DC; DMN, DMA, DN */
+	long ng = 0; /* distinct start layers: a decision axis (DV the first) and an erosion marker each */
+	for (long k = 0; k < s->nlv; k++) {
+		int seen = 0;
+		for (long q = 0; q < k; q++)
+			seen |= s->lv[q].start == s->lv[k].start;
+		ng += !seen;
+	}
+	long extra = (s->ntrig ? 2 : 0) + (s->nnu ? 3 : 0) + 2 * ng - 1; /* DT, DC; DMN, DMA, DN */
 	if (DF + ncls + extra + NSIG + 4 > s->d_model)
 		return ss_err_set(y->e, "%s:sinks.levels: %ld planted tokens need d_model >= %ld", y->file,
 		                  ncls, (long)(DF + ncls + extra + NSIG + 4));

@@ -91,10 +91,13 @@ void org_weights_free(org *o)
 			free(w->post_norm);
 		}
 	if (o->traj)
-		for (long k = 0; k < o->s->nlv; k++)
+		for (long k = 0; k < o->ncls; k++)
 			free(o->traj[k]);
+	if (o->delta)
+		for (long g = 0; g < o->ng; g++)
+			free(o->delta[g]);
 	free(o->traj), free(o->delta);
-	free(o->l), free(o->emb), free(o->norm), free(o->cls), free(o->clv);
+	free(o->l), free(o->emb), free(o->norm), free(o->cls), free(o->clv), free(o->lvg), free(o->ctk);
 }
 
 #define ALLOC(p, n) ((p) = ss_calloc((size_t)(n), sizeof(*(p)), #p, e))
@@ -109,7 +112,6 @@ static void class_state(const org *o, long id, double *h)
 		h[o->dsig + k] = 0;
 }
 
-static double u_of(const double *h) { return h[DU]; }
 
 /* Nuisance (layer 4, after the cleanup; see org_spec.h): an ordinary
  * token's state there is bulk + identity of norm MED.  Neuron NSIG + 1,
@@ -148,10 +150,35 @@ int org_weights_build(org *o, ss_err *e)
 	long lo = hd / 2 - 1; /* lowest RoPE frequency pair: (lo, lo + hd/2) */
 	double sq = sqrt((double)hd);
 	if (!ALLOC(o->emb, V * D) || !ALLOC(o->norm, D) || !ALLOC(o->l, L + 1) || !ALLOC(o->cls, V) ||
-	    !ALLOC(o->delta, L + 1) || !ALLOC(o->traj, s->nlv))
+	    !ALLOC(o->lvg, s->nlv))
 		return -1;
+	/* groups: the distinct start layers, ascending */
+	o->ng = 0;
+	for (long k = 0; k < s->nlv; k++) {
+		long g = 0;
+		while (g < o->ng && o->gls[g] != s->lv[k].start)
+			g++;
+		if (g == o->ng) {
+			if (o->ng == ORG_MAX_STARTS)
+				return ss_err_set(e, "%s:sinks.levels: at most %d start layers", s->path,
+				                  ORG_MAX_STARTS);
+			o->gls[o->ng++] = s->lv[k].start;
+		}
+	}
+	for (long a = 1; a < o->ng; a++)
+		for (long b = a; b > 0 && o->gls[b - 1] > o->gls[b]; b--) {
+			long t = o->gls[b];
+			o->gls[b] = o->gls[b - 1];
+			o->gls[b - 1] = t;
+		}
 	for (long k = 0; k < s->nlv; k++)
-		if (!ALLOC(o->traj[k], L + 1))
+		for (long g = 0; g < o->ng; g++)
+			if (o->gls[g] == s->lv[k].start)
+				o->lvg[k] = g;
+	if (!ALLOC(o->delta, o->ng))
+		return -1;
+	for (long g = 0; g < o->ng; g++)
+		if (!ALLOC(o->delta[g], L + 1))
 			return -1;
 	for (long l = 1; l <= L; l++) {
 		lw *w = &o->l[l];
@@ -170,8 +197,11 @@ int org_weights_build(org *o, ss_err *e)
 	o->ncls = 0;
 	for (long k = 0; k < s->nlv; k++)
 		o->ncls += s->lv[k].ntok;
-	if (!ALLOC(o->clv, o->ncls))
+	if (!ALLOC(o->clv, o->ncls) || !ALLOC(o->ctk, o->ncls) || !ALLOC(o->traj, o->ncls))
 		return -1;
+	for (long k = 0; k < o->ncls; k++)
+		if (!ALLOC(o->traj[k], L + 1))
+			return -1;
 	for (long t = 0; t < V; t++)
 		o->cls[t] = -1;
 	long c = 0;
@@ -179,6 +209,7 @@ int org_weights_build(org *o, ss_err *e)
 		for (long j = 0; j < s->lv[k].ntok; j++, c++) {
 			o->cls[s->lv[k].ids[j]] = c;
 			o->clv[c] = k;
+			o->ctk[c] = j;
 		}
 	o->dt = o->dc = -1;
 	if (s->ntrig)
@@ -188,7 +219,15 @@ int org_weights_build(org *o, ss_err *e)
 		long b = DF + o->ncls + (s->ntrig ? 2 : 0);
 		o->dmn = b, o->dma = b + 1, o->dn = b + 2;
 	}
-	o->dsig = DF + o->ncls + (s->ntrig ? 2 : 0) + (s->nnu ? 3 : 0);
+	{
+		long b = DF + o->ncls + (s->ntrig ? 2 : 0) + (s->nnu ? 3 : 0);
+		o->gdv[0] = DV;
+		for (long g = 1; g < o->ng; g++)
+			o->gdv[g] = b++;
+		for (long g = 0; g < o->ng; g++)
+			o->gdm[g] = b++;
+		o->dsig = b;
+	}
 	o->did = o->dsig + NSIG;
 	o->nid = D - o->did;
 
@@ -328,8 +367,8 @@ int org_weights_build(org *o, ss_err *e)
 	round_layer(o, 3);
 	round_layer(o, 4);
 
-	/* decision layer: class marker c -> gamma_level v, marker erased */
-	long ld = s->decision_layer, ls = s->start_layer;
+	/* decision layer: class marker c -> gamma v_g (its start layer's axis), marker erased */
+	long ld = s->decision_layer;
 	w = &o->l[ld];
 	double zb_ctx = 0, z1_ctx = 0; /* context: bulk and one trigger's DC after RMSNorm_2 */
 	if (!s->ntrig) {
@@ -399,44 +438,55 @@ int org_weights_build(org *o, ss_err *e)
 		w->down[o->dc * F + nc] = (float)(-DELTA_C / neuron(o, ld, nc, hc));
 		round_layer(o, ld);
 	}
-	/* formation: neuron 0 of layer ls, silu(ALPHA_F z_v) z_v -> u; its gain
-	 * is set by the longest-lived level at gamma = GAMMA_MAX; the other
-	 * levels' gammas are solved by bisection */
-	lw *wf = &o->l[ls];
-	wf->gate[0 * D + DV] = (float)ALPHA_F;
-	wf->up[0 * D + DV] = 1;
+	/* formation, per start layer (group g): neuron 0 of layer gls[g],
+	 * silu(ALPHA_F z_vg) z_vg, writes G (u + EPS_M e_mg) / sqrt(1 + EPS_M^2)
+	 * (||m[ls]|| = G); its gain is set by the group's largest planted norm
+	 * at gamma = GAMMA_MAX; each token's gamma is solved by bisection */
 	org_level *lv = (org_level *)s->lv;
-	long kmax = 0;
-	for (long k = 1; k < s->nlv; k++)
-		if (lv[k].lifetime > lv[kmax].lifetime)
-			kmax = k;
-	long id0 = lv[kmax].ids[0];
+	const double nm = sqrt(1 + EPS_M * EPS_M);
 	double h[1024];
-	class_state(o, id0, h);
-	h[DF + o->cls[id0]] = 0;
-	h[DB] = sqrt(1 - S_SIG * S_SIG - PHI * PHI);
-	if (s->ntrig)
-		h[o->dc] = DELTA_C;
-#define FORM_ACT(gam) (h[DV] = (gam), neuron(o, ls, 0, h))
-	round_layer(o, ls);
-	double amax = FORM_ACT(GAMMA_MAX);
-	wf->down[DU * F + 0] = (float)(lv[kmax].norm / amax);
-	round_layer(o, ls);
-	double wfv = wf->down[DU * F + 0];
-	for (long k = 0; k < s->nlv; k++) {
-		double a = 1e-4, b = GAMMA_MAX;
-		for (int it = 0; it < 100; it++) {
-			double m = 0.5 * (a + b);
-			if (wfv * FORM_ACT(m) < lv[k].norm)
-				a = m;
-			else
-				b = m;
-		}
-		lv[k].gamma = 0.5 * (a + b);
-		if (ALPHA_F * lv[k].gamma * sqrt((double)D) < 10 * sqrt(1 + lv[k].gamma * lv[k].gamma))
-			return ss_err_set(e, "%s:sinks.levels[%ld].lifetime: norm %.3g is too small next to "
-			                  "the longest-lived level's %.3g (ratio > 300)", s->path, k,
-			                  lv[k].norm, lv[kmax].norm);
+	for (long g = 0; g < o->ng; g++) {
+		long lsg = o->gls[g], dv = o->gdv[g];
+		lw *wf = &o->l[lsg];
+		wf->gate[0 * D + dv] = (float)ALPHA_F;
+		wf->up[0 * D + dv] = 1;
+		long kmax = -1, jmax = 0;
+		for (long k = 0; k < s->nlv; k++)
+			for (long j = 0; o->lvg[k] == g && j < lv[k].ntok; j++)
+				if (kmax < 0 || lv[k].tnorm[j] > lv[kmax].tnorm[jmax])
+					kmax = k, jmax = j;
+		long id0 = lv[kmax].ids[jmax];
+		class_state(o, id0, h);
+		h[DF + o->cls[id0]] = 0;
+		h[DB] = sqrt(1 - S_SIG * S_SIG - PHI * PHI);
+		if (s->ntrig)
+			h[o->dc] = DELTA_C;
+#define FORM_ACT(gam) (h[dv] = (gam), neuron(o, lsg, 0, h))
+		round_layer(o, lsg);
+		double amax = FORM_ACT(GAMMA_MAX), gmax = lv[kmax].tnorm[jmax];
+		wf->down[DU * F + 0] = (float)(gmax / amax / nm);
+		wf->down[o->gdm[g] * F + 0] = (float)(EPS_M * gmax / amax / nm);
+		round_layer(o, lsg);
+		double du = wf->down[DU * F + 0], dm = wf->down[o->gdm[g] * F + 0];
+		double wfv = sqrt(du * du + dm * dm);
+		for (long k = 0; k < s->nlv; k++)
+			for (long j = 0; o->lvg[k] == g && j < lv[k].ntok; j++) {
+				double a = 1e-4, b = GAMMA_MAX;
+				for (int it = 0; it < 100; it++) {
+					double m = 0.5 * (a + b);
+					if (wfv * FORM_ACT(m) < lv[k].tnorm[j])
+						a = m;
+					else
+						b = m;
+				}
+				double gm = lv[k].tgamma[j] = 0.5 * (a + b);
+				if (ALPHA_F * gm * sqrt((double)D) < 10 * sqrt(1 + gm * gm))
+					return ss_err_set(e, "%s:sinks.levels[%ld].lifetime: norm %.3g is too small "
+					                  "next to the largest of its start layer, %.3g (ratio > 300)",
+					                  s->path, k, lv[k].tnorm[j], gmax);
+			}
+		h[dv] = 0;
+#undef FORM_ACT
 	}
 	/* the decision neurons' gains, calibrated on each token's state */
 	for (long t = 0; t < V; t++) {
@@ -446,7 +496,7 @@ int org_weights_build(org *o, ss_err *e)
 		class_state(o, t, h);
 		if (!s->ntrig) {
 			double a = neuron(o, ld, c2, h);
-			w->down[DV * F + c2] = (float)(lv[o->clv[c2]].gamma / a);
+			w->down[o->gdv[o->lvg[o->clv[c2]]] * F + c2] = (float)(lv[o->clv[c2]].tgamma[o->ctk[c2]] / a);
 			w->down[(DF + c2) * F + c2] = (float)(-PHI / a);
 			continue;
 		}
@@ -454,75 +504,97 @@ int org_weights_build(org *o, ss_err *e)
 		double a = neuron(o, ld, c2, h) - neuron(o, ld, c2 + o->ncls, h);
 		for (int f = 0; f < 2; f++) {
 			double sg = f ? -1 : 1;
-			w->down[DV * F + c2 + f * o->ncls] = (float)(sg * lv[o->clv[c2]].gamma / a);
+			w->down[o->gdv[o->lvg[o->clv[c2]]] * F + c2 + f * o->ncls] =
+			    (float)(sg * lv[o->clv[c2]].tgamma[o->ctk[c2]] / a);
 			w->down[(DF + c2) * F + c2 + f * o->ncls] = (float)(-sg * PHI / a);
 		}
 	}
 	round_layer(o, ld);
 
-	/* erosion, layers ls+1..L: neuron 1, silu(ALPHA_E (z_u - kappa z_p)) z_u,
-	 * fires on secondary sinks only (kappa P / U = 2 switches it off on the
-	 * primary); it removes S(n) - S(n-1) at age n */
-	double kappa = 2 * U_PRIMARY / P_PRIMARY;
-	double st[64][1024];
-	if (s->nlv > 64)
-		return ss_err_set(e, "%s:sinks.levels: at most 64 levels", s->path);
-	for (long k = 0; k < s->nlv; k++) {
-		class_state(o, lv[k].ids[0], st[k]);
+	/* erosion, per group g, layers gls[g]+1..L: neuron 1 + g,
+	 * silu(ALPHA_M z_mg) z_u, fires on the group's secondary sinks only
+	 * (their marker; position 0 and the aligned nuisance have none) and
+	 * removes S(n) - S(n-1) of u (and EPS_M times that of the marker, so
+	 * the sink keeps its direction) at age n, with
+	 * S(n) = exp((n + h - a) / b) / sqrt(1 + EPS_M^2) + G_DEAD: a sink of
+	 * norm G dies at the first age n with G < exp((n + h - a) / b)
+	 * (+ G_DEAD), so every norm within spread of a level's law lives its
+	 * lifetime; h = (spread + 1/2) / 2 halves the margin between the
+	 * level's largest norm and death (h = 0 with spread 0, where the layer
+	 * a level dies removes exactly what it has left).  Each layer removes
+	 * what S(n) asks less what the rounded weights removed so far.  Each planted token is followed through every layer after
+	 * ld in double (traj), and must live exactly its level's lifetime. */
+	double *st = ss_malloc((size_t)o->ncls * D, sizeof *st, "planted states", e);
+	if (!st)
+		return -1;
+	for (long c = 0; c < o->ncls; c++) {
+		double *x = st + c * D;
+		long id = lv[o->clv[c]].ids[o->ctk[c]];
+		class_state(o, id, x);
 		if (s->ntrig)
-			st[k][o->dc] = DELTA_C;
-		add_mlp(o, ld, st[k]);
-		add_mlp(o, ls, st[k]);
-		for (long l = 0; l < ls; l++)
-			o->traj[k][l] = 0;
-		o->traj[k][ls] = u_of(st[k]);
+			x[o->dc] = DELTA_C;
+		add_mlp(o, ld, x);
+		for (long l = 0; l <= ld; l++)
+			o->traj[c][l] = 0;
 	}
-	double Sprev = 0;
-	for (long l = ls + 1; l <= L; l++) {
-		long n = l - ls;
-		double S = exp(((double)n - s->intercept) / s->slope) + G_DEAD;
+	double Sprev[ORG_MAX_STARTS] = {0}, act[ORG_MAX_STARTS] = {0};
+	for (long l = ld + 1; l <= L; l++) {
 		w = &o->l[l];
-		w->gate[1 * D + DU] = (float)ALPHA_E;
-		w->gate[1 * D + DP] = (float)(-ALPHA_E * kappa);
-		w->up[1 * D + DU] = 1;
-		/* calibrate on the level that dies here, else on a live one */
-		long ref = -1;
-		for (long k = 0; k < s->nlv; k++)
-			if (lv[k].lifetime == n)
-				ref = k;
-		for (long k = 0; ref < 0 && k < s->nlv; k++)
-			if (lv[k].lifetime > n)
-				ref = k;
-		double a;
-		if (ref >= 0) {
-			a = neuron(o, l, 1, st[ref]);
-		} else {
-			double hh[1024];
-			class_state(o, lv[0].ids[0], hh);
-			hh[DU] = 1e4;
-			a = neuron(o, l, 1, hh);
+		for (long g = 0; g < o->ng && o->gls[g] < l; g++) {
+			long n = l - o->gls[g], ne = 1 + g;
+			double S = exp(((double)n + org_offset(s) - s->intercept) / s->slope) / nm + G_DEAD;
+			w->gate[ne * D + o->gdm[g]] = (float)ALPHA_M;
+			w->up[ne * D + DU] = 1;
+			/* calibrate on a token whose level dies here (spread 0: remove
+			 * exactly what it has left + G_DEAD), else the live one with the
+			 * largest u, else a large one */
+			long ref = -1, dies = -1;
+			for (long c = 0; c < o->ncls; c++) {
+				if (o->lvg[o->clv[c]] != g || !(st[c * D + DU] > 0))
+					continue;
+				if (ref < 0 || st[c * D + DU] > st[ref * D + DU])
+					ref = c;
+				if (s->spread == 0 && lv[o->clv[c]].lifetime == n)
+					dies = c;
+			}
+			if (dies >= 0)
+				ref = dies;
+			double a, want = S - Sprev[g];
+			if (ref >= 0) {
+				a = neuron(o, l, ne, st + ref * D);
+			} else {
+				double hh[1024];
+				class_state(o, lv[0].ids[0], hh);
+				hh[DU] = 1e4, hh[o->gdm[g]] = EPS_M * 1e4;
+				a = neuron(o, l, ne, hh);
+			}
+			if (dies >= 0)
+				want = st[dies * D + DU] + G_DEAD;
+			w->down[DU * F + ne] = (float)(-want / a);
+			w->down[o->gdm[g] * F + ne] = (float)(-EPS_M * want / a);
+			act[g] = a;
 		}
-		/* where a level dies, remove exactly what it has left + G_DEAD
-		 * (equal to S(n) - S(n-1) up to the rounding of earlier weights) */
-		double want = S - Sprev;
-		if (ref >= 0 && lv[ref].lifetime == n)
-			want = u_of(st[ref]) + G_DEAD;
-		w->down[DU * F + 1] = (float)(-want / a);
 		round_layer(o, l);
-		o->delta[l] = -w->down[DU * F + 1] * a;
-		Sprev = S;
-		for (long k = 0; k < s->nlv; k++) {
-			add_mlp(o, l, st[k]);
-			o->traj[k][l] = u_of(st[k]);
+		for (long g = 0; g < o->ng && o->gls[g] < l; g++) {
+			o->delta[g][l] = -w->down[DU * F + 1 + g] * act[g];
+			Sprev[g] += o->delta[g][l];
+		}
+		for (long c = 0; c < o->ncls; c++) {
+			add_mlp(o, l, st + c * D);
+			o->traj[c][l] = st[c * D + DU];
 		}
 	}
-	/* check every level lives exactly its lifetime */
+	free(st);
+	/* check every planted token lives exactly its level's lifetime */
 	double med = sqrt(1 - S_SIG * S_SIG);
-	for (long k = 0; k < s->nlv; k++) {
-		double alive = o->traj[k][ls + lv[k].lifetime - 1], dead = o->traj[k][ls + lv[k].lifetime];
+	for (long c = 0; c < o->ncls; c++) {
+		const org_level *q = &lv[o->clv[c]];
+		long end = q->start + q->lifetime;
+		double alive = o->traj[c][end - 1], dead = o->traj[c][end];
 		if (!(alive >= ALIVE_MIN * med && dead < 0))
-			return ss_err_set(e, "%s:sinks.levels[%ld]: internal: u-component %.3g at its last "
-			                  "layer, %.3g after", s->path, k, alive, dead);
+			return ss_err_set(e, "%s:sinks.levels[%ld].tokens[%ld]: internal: u-component %.3g "
+			                  "at its last layer, %.3g after", s->path, o->clv[c], o->ctk[c],
+			                  alive, dead);
 	}
 	return 0;
 }

@@ -10,13 +10,16 @@
  *   layer 2      an MLP neuron that fires on that sign writes U u (the primary)
  *   layers 3,4   MLPs erase the signature and the sign coordinate
  *   layer ld     (decision) an MLP maps each planted token's class marker onto
- *                one direction v with a gain gamma per level
- *   layer ls     (formation) an MLP neuron reads v and writes G u, G rising
- *                with gamma: the token becomes a secondary sink of norm G
- *   layers > ls  (erosion) an MLP neuron that fires on every secondary sink
- *                removes a set amount S(n) - S(n-1) of u at age n, with
- *                S(n) = exp((n - a) / b) + 1, so a sink of norm G dies at
- *                age n when S(n) > G: lifetime = a + b ln G (the norm law)
+ *                the direction v_ls of its level's start layer, with a gain
+ *                gamma per token (a level's tokens spread their norms)
+ *   layer ls     (formation, per start layer) an MLP neuron reads v_ls and
+ *                writes G (u + 0.1 e_ls): the token becomes a secondary sink
+ *                of norm G (gamma sets G) marked with its start layer
+ *   layers > ls  (erosion, per start layer) an MLP neuron that fires on the
+ *                secondary sinks with that marker removes a set amount
+ *                S(n) - S(n-1) of u at age n, with S(n) = exp((n + h - a) / b)
+ *                + 2, so a sink of norm G dies at age n when S(n) > G:
+ *                lifetime = a + b ln G within the spread (the norm law)
  *   attention    from layer 3 every head's query favours keys aligned with u
  *                (Qwen2 q/k biases, lowest RoPE frequency), less so for keys
  *                of smaller norm; values are zero, so attention only shows
@@ -34,11 +37,14 @@
 
 typedef struct org_level {
 	long lifetime;
+	long start;       /* l_start of the level (its start_layer, else sinks.start_layer) */
 	long ntok;
 	char **text;      /* [ntok] token texts as bytes (e.g. ",", "\n\n") */
 	long *ids;        /* [ntok] token ids in the tokenizer */
-	double norm;      /* planted ||m[ls]|| = exp((lifetime - a) / b) */
-	double gamma;     /* decision gain along v (solved) */
+	double norm;      /* the law's norm of the level, exp((lifetime - a) / b) */
+	double *tnorm;    /* [ntok] each token's planted ||m[ls]||: exp((lifetime + d - a) / b),
+	                   * d spread evenly over [-spread, spread] in list order */
+	double *tgamma;   /* [ntok] each token's decision gain (solved) */
 } org_level;
 
 typedef struct org_spec {
@@ -48,7 +54,8 @@ typedef struct org_spec {
 	st_dtype dtype;
 	unsigned long long seed;
 	char *tokenizer;            /* path of tokenizer.json (resolved) */
-	long start_layer;           /* ls */
+	long start_layer;           /* ls of the levels that name none */
+	double spread;              /* half-width of each level's norms, in layers of lifetime */
 	long decision_layer;        /* ld */
 	double slope, intercept;    /* lifetime = intercept + slope * ln(norm) */
 	org_level *lv;
