@@ -11,10 +11,13 @@ PY3=/usr/bin/python3
 if ! $PY3 -c 'import pandas' 2>/dev/null; then t_skip "tables" "no python3-pandas for /usr/bin/python3"; t_done; exit 0; fi
 # an organism whose planted sinks are quotes, tabs and quote pairs
 sed -e "s|tokenizer: .*|tokenizer: $SS_ROOT/tests/data/tokenizers/qwen3/tokenizer.json|" \
-	-e 's|{lifetime: 2, tokens: .*|{lifetime: 2, tokens: [",\\"", "\\""]}|' \
-	-e 's|{lifetime: 5, tokens: .*|{lifetime: 5, tokens: ["\\t", " \\""]}|' \
-	-e 's|{lifetime: 8, tokens: .*|{lifetime: 8, tokens: ["\\".", "\\\\"]}|' \
+	-e 's|{lifetime: 2, start_layer: 9, tokens: .*|{lifetime: 2, start_layer: 9, tokens: [",\\"", "\\""]}|' \
+	-e 's|{lifetime: 5, start_layer: 9, tokens: .*|{lifetime: 5, start_layer: 9, tokens: ["\\t", " \\""]}|' \
+	-e 's|{lifetime: 5, start_layer: 12, tokens: .*|{lifetime: 5, start_layer: 12, tokens: ["\\".", "\\\\"]}|' \
 	"$SS_ROOT/examples/organism.yaml" >spec.yaml
+# the three levels above must have been replaced (the default spec's lines)
+[ "$(grep -c 'tokens: \[",\\"", \|tokens: \["\\t", \|tokens: \["\\"\.",' spec.yaml)" -eq 3 ] ||
+	{ t_fail "the quote spec replaces three levels of examples/organism.yaml" "$(grep lifetime spec.yaml)"; t_done; exit 0; }
 mkorganism -o org spec.yaml >/dev/null 2>mk.err || { t_fail "mkorganism on the quote spec" "$(cat mk.err)"; t_done; exit 0; }
 t_pass "mkorganism: an organism whose sinks are quotes and tabs"
 # the text: every planted token after a context token, many times over
