@@ -106,7 +106,12 @@ static void test_probe(void **st)
 		for (int a = 0; a < 2; a++) {
 			const float *r = y + (1 + i * 2 + a) * D;
 			NEAR(p.comp[i].gain[a], nrm(r, D) / nrm(y, D), 1e-6);
-			NEAR(p.comp[i].cos_u[a], r[3] / nrm(r, D), 1e-6);
+			/* cos_u: the cosine to u = e3 of the response, the MLP's change
+			 * from the mean's output */
+			float dr[D];
+			for (int q = 0; q < D; q++)
+				dr[q] = r[q] - y[q];
+			NEAR(p.comp[i].cos_u[a], dr[3] / nrm(dr, D), 1e-6);
 		}
 	/* sink 2: x = -3 e0 + e1 + 2 e2; x_par = -3 e0 + e1 (frac 10 / 14),
 	 * x_perp = 2 e2 */
