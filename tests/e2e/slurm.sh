@@ -101,6 +101,8 @@ same() { # DESC DIR: report, episode tables and levels identical to the local ru
 		cmp -s "$TMP/local/$f" "$d/$f" || bad="$bad $f"
 	done
 	t_eq "$1: the same report and tables as the local run" "" "$bad"
+	[ -z "$bad" ] || diff "$TMP/local/report.md" "$d/report.md" | head -20 | sed 's/^/    # /'
+
 }
 same "SLURM=1" "$TMP/srun"
 OUT=$TMP/array BIN=$SS_BIN MODEL_DIR=$org "$PL/slurm/array.sh" organism -c 1 --mem=200M -o "$S/log/job-%j.out" 2>"$S/array.err"; rc=$?
