@@ -29,6 +29,10 @@ t_eq "--tokens: sinks per text and their split by level as planted" "$want" "$go
 t_ok "--tokens: rate = sinks / occurrences, occurrences = the trace's positions after 0" awk -F'\t' -v T="$(h5dump -d /tokens/ids -H p.h5 | grep -o 'DATASPACE  SIMPLE { ( [0-9]*' | grep -o '[0-9]*$')" '
 	NR>1 { o += $2; d = $4 - $3 / $2; if (d < 0) d = -d; if (d > 1e-5) bad++ } END { exit !(!bad && o == T - 1) }' toks.tsv
 t_fails "--tokens with --summary is a usage error" 2 "choose one table" sinkdetect --tokens --summary p.h5
+# no secondary episode at all (a norm threshold no token reaches): no level
+# columns and every count 0 (this ran qsort on a NULL list: UBSan)
+sinkdetect --tokens --tau-norm 1e30 p.h5 >toks0.tsv; t_eq "--tokens with no episode: exit 0" 0 $?
+t_ok "--tokens with no episode: no level columns, no sinks, no episodes" awk -F"\t" 'NR == 1 { hdr = $0 } NR > 1 { if ($3 != 0 || $5 != 0 || $NF != 0) bad++ } END { exit !(NR > 1 && hdr == "token\toccurrences\tsinks\trate\tepisodes\tnone" && !bad) }' toks0.tsv
 
 for n in 1 6; do
 	if [ $n = 1 ]; then lv=16:6; else lv=8:3,8:9,14:5,20:4,20:12,26:3; fi

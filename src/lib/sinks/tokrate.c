@@ -165,7 +165,8 @@ int tokrate_write_tsv(FILE *f, ss_tokrate *r, const ss_level_params *p, ss_err *
 	if (!ls || !lt || !as || !mlp || !sc || !rw)
 		goto done;
 	/* occurrences in order, so the sinks (distinct occurrences) count once */
-	qsort(r->ep, n, sizeof *r->ep, cmp_occ);
+	if (n) /* no episodes: r->ep may be NULL, which qsort must not get */
+		qsort(r->ep, n, sizeof *r->ep, cmp_occ);
 	for (size_t i = 0; i < n; i++) {
 		ls[i] = r->ep[i].l_start, lt[i] = r->ep[i].lifetime;
 		mlp[i] = r->ep[i].mlp, sc[i] = r->ep[i].score;
