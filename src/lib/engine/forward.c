@@ -98,6 +98,7 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 	if (o)
 		f->o = *o;
 	f->nth = f->o.threads > 0 ? f->o.threads : 1;
+	f->compute = f->o.compute == SS_COMPUTE_BF16 ? SS_COMPUTE_BF16 : SS_COMPUTE_F32;
 	f->B = f->o.block > 0 ? f->o.block : 1024;
 	if (max_T < 1)
 		max_T = 1;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include "util/err.h"
 #include "engine/model.h"
+#include "engine/matmul.h"
 
 typedef enum ss_hook_point {
 	SS_HOOK_RESID,     /* h[l] [n, dim]; layer 0 = embeddings */
@@ -95,6 +96,9 @@ typedef struct ss_fwd_opts {
 	                             fwd_logits calls: kvevict): vocab x dim floats */
 	ss_select_fn select;      /* NULL: every key (the plain path) */
 	void *select_ctx;
+	ss_compute compute;       /* precision of the matrix products (matmul.h):
+	                             SS_COMPUTE_F32 (0, the default) or
+	                             SS_COMPUTE_BF16; ss_fwd's `compute` copies it */
 	void (*progress)(void *ctx, int layers_done, int n_layers); /* NULL: none */
 	void *progress_ctx;
 } ss_fwd_opts;

@@ -20,6 +20,7 @@ struct ss_fwd {
 	ss_fwd_opts o;
 	ss_pool *pool;
 	int nth;
+	ss_compute compute;     /* o.compute: the matrix products' precision (matmul.h) */
 	long maxT, B;
 	long D, F, H, Hkv, hd, qdim, kvdim, qkvdim, half;
 	/* the current layer in f32 (cur = 1..L, 0 = none) */
