@@ -34,20 +34,36 @@ void attn_set_layer(ss_attn *a, long window);
 double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock);
 
 /* A key selection (cache policies, kvevict(1)) for the queries t0..t0+n-1
- * of one call: query i = t0 + r sees the keys lo[r]..i (a window; lo[r] = 0:
+ * of one call: query i = t0 + r may see the keys lo[r]..i (lo[r] = 0:
  * every key) and the first nk[r] entries of kept, a list sorted ascending
- * whose first nk[r] entries lie below lo[r].  The softmax over those keys
- * is exact, and so is recv under the selection. */
+ * whose first nk[r] entries lie below lo[r]; of those, the layer's sliding
+ * window (attn_set_layer) keeps the ones it shows (attn_keys).  The
+ * softmax over the keys seen is exact, and so is recv under the selection. */
 typedef struct ss_attn_sel {
 	const long *lo, *nk;   /* [n] */
 	const long *kept;      /* [n_kept] */
 	long n_kept;
 } ss_attn_sel;
 
+/* Which keys query i (row r of a call) sees: the one home of the rule.
+ * Causal (j <= i), the layer's sliding window (i - j < window; window 0:
+ * none) and, under a selection (sel not NULL), its kept set: the keys
+ * *lo..i and the entries kept[*k0 .. *k1) of sel, all below *lo.  Without
+ * a selection *lo is the window's first key and *k0 = *k1 = 0.  Keys of
+ * the selection that the window hides (its lo and its kept keys below
+ * i - window + 1) are dropped here, not by the caller. */
+void attn_keys(long window, const ss_attn_sel *sel, long r, long i, long *lo, long *k0, long *k1);
+/* the first key of query i's window (0 when there is none or it starts at 0) */
+static inline long attn_window_lo(long window, long i)
+{
+	return window > 0 && i - window + 1 > 0 ? i - window + 1 : 0;
+}
+
 /* What selections of the same queries would hide, measured on an
  * unselected call: lost[s * 3 + c] += the sum over the call's queries and
  * heads of the probabilities A[i][j] of the keys j that sel[s] hides from
- * query i, by class c = cls[j] (0 rest, 1 primary, 2 secondary sink). */
+ * query i, by class c = cls[j] (0 rest, 1 primary, 2 secondary sink); the
+ * keys the sliding window hides have A[i][j] = 0 and count for none. */
 typedef struct ss_attn_meas {
 	int n;
 	const ss_attn_sel *sel;     /* [n] */

@@ -28,8 +28,7 @@ void attn_pack_task(void *ctx, int tid, int nth)
 {
 	ss_attn *a = ctx;
 	long keys = a->t0 + a->n, hd = a->hd, p0 = 0, lo, hi;
-	if (a->window && a->t0 - a->window + 1 > 0)   /* the first block's first key */
-		p0 = (a->t0 - a->window + 1) / NP;
+	p0 = attn_window_lo(a->window, a->t0) / NP;   /* the first block's first key */
 	long np = (keys + NP - 1) / NP - p0;
 	pool_share(a->Hkv * np, 1, tid, nth, &lo, &hi);
 	for (long it = lo; it < hi; it++) {
@@ -102,7 +101,7 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 {
 	long g = a->g, hd = a->hd, hdp = a->hdp, nb = r1 - r0, R = g * nb, kt = a->kt;
 	long qs = a->t0 + r0, qe = a->t0 + r1;          /* absolute positions */
-	long klo = a->window && qs - a->window + 1 > 0 ? qs - a->window + 1 : 0;
+	long klo = attn_window_lo(a->window, qs);   /* the first row's keys (attn_keys) */
 	long kb = klo / NP * NP, nk = qe - kb;          /* keys kb..qe-1, tiles from kb */
 	long nt = (nk + kt - 1) / kt;
 	const attn_kops *K = attn_kern();
@@ -135,7 +134,7 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			float *row = st + x * kt, *sr = sl + x * kt;
 			long pos = qs + x % nb;
 			/* visible keys of this row within the tile, relative to the tile */
-			long vlo = (a->window && pos - a->window + 1 > klo ? pos - a->window + 1 : klo) - kb - c0;
+			long vlo = attn_window_lo(a->window, pos) - kb - c0;
 			long vhi = pos + 1 - kb - c0;
 			vlo = vlo < 0 ? 0 : vlo;
 			vhi = vhi > w ? w : vhi;
@@ -201,7 +200,7 @@ void attn_block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 {
 	long g = a->g, hd = a->hd, nb = r1 - r0, R = g * nb;
 	long qs = a->t0 + r0, qe = a->t0 + r1;
-	long klo = a->window && qs - a->window + 1 > 0 ? qs - a->window + 1 : 0, nk = qe - klo;
+	long klo = attn_window_lo(a->window, qs), nk = qe - klo;
 	attn_gather_q(a, p, r0, nb, kvh);
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)nk, (int)hd, a->scale, p->qg, (int)hd,
 	            a->kc + klo * a->kvdim + kvh * hd, (int)a->kvdim, 0.0f, p->s, (int)nk);
@@ -210,7 +209,7 @@ void attn_block_few(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	for (long x = 0; x < R; x++) {
 		float *row = p->s + x * nk;
 		long pos = qs + x % nb;
-		long jlo = a->window && pos - a->window + 1 > klo ? pos - a->window + 1 : klo, jhi = pos + 1;
+		long jlo = attn_window_lo(a->window, pos), jhi = pos + 1;
 		float *v = row + (jlo - klo);
 		if (a->softcap > 0)
 			k_softcap(v, jhi - jlo, a->softcap);

@@ -89,12 +89,12 @@ void kv_result_free(kv_result *r)
 		free(r->rec[i].nk);
 		free(r->rec[i].kept);
 		free(r->rec[i].off);
-		free(r->rec[i].d);
 	}
 	free(r->rec);
 	free(r->pairs);
 	free(r->tot);
 	free(r->lay);
+	free(r->window);
 	free(r);
 }
 
@@ -150,14 +150,17 @@ void kv_masks_write(FILE *f, const kv_result *r)
 		for (long l = 0; l < r->L; l++) {
 			const kv_rec *x = &r->rec[p * (size_t)r->L + (size_t)l];
 			for (long i = 0; i < r->T; i++) {
-				if (x->lo[i] == 0)
+				const long *K = x->kept + x->off[i / x->chunk];
+				long c = x->off[i / x->chunk + 1] - x->off[i / x->chunk], lo, k0, k1;
+				ss_attn_sel z = {x->lo + i, x->nk + i, K, c};
+				attn_keys(r->window[l], &z, 0, i, &lo, &k0, &k1);   /* what the engine shows */
+				if (lo == 0)
 					continue;
 				fprintf(f, "%s\t%ld\t%ld\t%ld\t%ld\t", kv_policy_names[r->pairs[p].pol], r->pairs[p].budget,
-				        l + 1, i, x->lo[i]);
-				const long *K = x->kept + x->off[i / x->chunk] + x->d[i];
-				for (long k = 0; k < x->nk[i]; k++)
-					fprintf(f, k ? ",%ld" : "%ld", K[k]);
-				fputs(x->nk[i] ? "\n" : "-\n", f);
+				        l + 1, i, lo);
+				for (long k = k0; k < k1; k++)
+					fprintf(f, k > k0 ? ",%ld" : "%ld", K[k]);
+				fputs(k1 > k0 ? "\n" : "-\n", f);
 			}
 		}
 	}

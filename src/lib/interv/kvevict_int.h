@@ -19,9 +19,7 @@ typedef struct kv_rec {
 	size_t n, cap;
 	long *off;            /* block c's list is kept[off[c] .. off[c+1]) */
 	long chunk;           /* queries per list */
-	long *d;              /* [T] query i sees the nk[i] keys from entry d[i] of its
-	                       * block's list (> 0 where a sliding window hides the first) */
-} kv_rec;
+} kv_rec;                 /* (the layer's window applies on top: attn_keys) */
 
 struct kv_result {
 	long T, L;
@@ -30,6 +28,7 @@ struct kv_result {
 	kv_total *tot;        /* [np] */
 	kv_layer *lay;        /* [np * L] or NULL */
 	kv_rec *rec;          /* [np * L] or NULL */
+	long *window;         /* [L] the layers' sliding windows (0: none), for --masks */
 };
 
 enum { M_PLAIN, M_POLICY, M_MEASURE };
@@ -38,12 +37,11 @@ typedef struct kv_score { double s; long j; } kv_score;
 
 typedef struct kv_ctx {
 	const kv_opts *o;
-	const ss_config *cf;     /* the layers' sliding windows */
 	kv_result *res;
 	long T, L;
 	int mode;
 	size_t pair;             /* M_POLICY: the pair running */
-	long *lo, *nk, *d;       /* [T] the choice when not recorded */
+	long *lo, *nk;           /* [T] the choice when not recorded */
 	long solved;             /* queries below this one of the layer have their choice */
 	long *K;                 /* [T + first] the block's kept list */
 	size_t nK;
@@ -62,9 +60,6 @@ typedef struct kv_ctx {
 	ss_attn_meas meas;
 	unsigned char *cls;      /* [T] */
 	double *lost;            /* [L * np * 3] */
-	double *prev;            /* [H * (T + 1)] sliding layers: recv before the query */
-	long Tm;                 /* positions of the measurement pass (T, or T + 1 when a
-	                          * sliding window binds: see select_window) */
 	int pass, n_pass;
 } kv_ctx;
 

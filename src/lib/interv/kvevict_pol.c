@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/config.h"
 #include "interv/kvevict_int.h"
 #include "util/rng.h"
 
@@ -250,22 +249,6 @@ static int rec_append(kv_rec *r, long t0, const long *K, size_t nK)
 	return 0;
 }
 
-/* The model's sliding window W of the layer (0: none) applied to query i's
- * choice: it sees only keys j > i - W (the plain forward pass's mask), so
- * the window starts at i - W + 1 at the latest and the kept keys below it
- * are skipped: *d of them, from the front of the sorted list. */
-static void window_cut(long i, long W, const long *K, size_t nK, long *lo, long *nk, long *d)
-{
-	long s = W > 0 ? i - W + 1 : 0;
-	*d = 0;
-	if (s <= 0)
-		return;
-	if (*lo < s)
-		*lo = s;
-	*d = below(K, nK, s, *nk);
-	*nk -= *d;
-}
-
 /* The recorded choice of pair p (not full) at layer l, and its list of the
  * block of query t0 (*nK entries). */
 static const kv_rec *rec_of(const kv_ctx *c, size_t p, int l, long t0, const long **K, long *nK)
@@ -297,60 +280,11 @@ static void key_classes(kv_ctx *c, const ss_sel_view *v)
 	c->cls[0] = 1;
 }
 
-/* A sliding layer's measurement.  The engine measures hidden mass on an
- * unselected call of its selection path, which knows no window; here the
- * queries run one at a time on the plain (windowed) path instead, and the
- * row of query i is read as the growth of the attention received, v->recv,
- * between the calls at i and i + 1 (the pass has one extra position, Tm =
- * T + 1, so that the last query has a next call; causal, it changes none
- * of the rows before it).  Lost: the row's mass on the keys of the model's
- * window that the pair's recorded choice hides. */
-static int select_window(kv_ctx *c, const ss_sel_view *v, long t0, long *n, long W)
-{
-	int l = v->layer;
-	long H = v->H, i = t0 - 1, s0 = i - W + 1 > 0 ? i - W + 1 : 0;
-	*n = 1;
-	if (i >= 0 && i < c->T) {
-		double *lost = c->lost + (size_t)(l - 1) * c->res->np * 3;
-		for (size_t p = 0, k = 0; p < c->res->np; p++) {
-			if (c->res->pairs[p].pol == KV_FULL)
-				continue;
-			const long *K;
-			long nK;
-			const kv_rec *r = rec_of(c, p, l, i, &K, &nK);
-			const long *vis = K + r->d[i], *end = vis + r->nk[i];
-			for (long j = s0; j < r->lo[i]; j++) {
-				while (vis < end && *vis < j)
-					vis++;
-				if (vis < end && *vis == j)
-					continue;   /* kept */
-				double a = 0;
-				for (long h = 0; h < H; h++)
-					a += v->recv[h * v->ld + j] - c->prev[h * (c->T + 1) + j];
-				lost[k * 3 + c->cls[j]] += a > 0 ? a : 0.0;
-			}
-			k++;
-		}
-	}
-	/* what query t0 will add to: the keys of its window */
-	long a0 = t0 - W + 1 > 0 ? t0 - W + 1 : 0;
-	for (long h = 0; h < H && t0 < c->T; h++)
-		memcpy(c->prev + h * (c->T + 1) + a0, v->recv + h * v->ld + a0, sizeof(double) * (size_t)(t0 - a0));
-	return 0;
-}
-
 static int select_measure(kv_ctx *c, const ss_sel_view *v, long t0, long *n, const ss_attn_meas **meas)
 {
 	int l = v->layer;
-	long W = config_layer_window(c->cf, l);
 	if (t0 == 0)
 		key_classes(c, v);
-	if (W > 0 && c->Tm > c->T)
-		return select_window(c, v, t0, n, W);
-	if (t0 >= c->T)
-		return 0;   /* the extra position of a pass over Tm = T + 1 */
-	if (*n > c->T - t0)
-		*n = c->T - t0;
 	if (*n > KV_CHUNK)
 		*n = KV_CHUNK;
 	int k = 0;
@@ -360,7 +294,7 @@ static int select_measure(kv_ctx *c, const ss_sel_view *v, long t0, long *n, con
 		const long *K;
 		long nK;
 		const kv_rec *r = rec_of(c, p, l, t0, &K, &nK);
-		c->msel[k] = (ss_attn_sel){r->lo + t0, r->nk + t0, K + r->d[t0], nK - r->d[t0]};
+		c->msel[k] = (ss_attn_sel){r->lo + t0, r->nk + t0, K, nK};
 		k++;
 	}
 	if (!k)
@@ -380,9 +314,9 @@ int kv_select(void *ctx, const ss_sel_view *v, long t0, long *n, const ss_attn_s
 		return select_measure(c, v, t0, n, meas);
 	const kv_pair *p = &c->res->pairs[c->pair];
 	const kv_def *d = &policies[p->pol];
-	long B = p->budget, W = config_layer_window(c->cf, v->layer);
+	long B = p->budget;
 	kv_rec *r = c->res->rec ? &c->res->rec[c->pair * (size_t)c->L + (size_t)(v->layer - 1)] : NULL;
-	long *lo = r ? r->lo : c->lo, *nk = r ? r->nk : c->nk, *dd = r ? r->d : c->d;
+	long *lo = r ? r->lo : c->lo, *nk = r ? r->nk : c->nk;
 	if (t0 == 0)
 		c->solved = 0;
 	if (t0 >= c->solved) {   /* a new choice for the queries t0.. */
@@ -392,19 +326,14 @@ int kv_select(void *ctx, const ss_sel_view *v, long t0, long *n, const ss_attn_s
 			*n = d->chunk;
 		long cap;
 		d->choose(c, v, t0, *n, B, &cap);
-		for (long i = t0; i < t0 + *n; i++) {
+		for (long i = t0; i < t0 + *n; i++)   /* the layer's window: the engine's (attn_keys) */
 			solve(i, B, c->K, c->nK, cap, &lo[i], &nk[i]);
-			window_cut(i, W, c->K, c->nK, &lo[i], &nk[i], &dd[i]);
-		}
 		if (r && rec_append(r, t0, c->K, c->nK) < 0)
 			return -1;
 		c->solved = t0 + *n;
 	}
-	/* one call per run of queries that skip as many kept keys (the list is
-	 * one for the call; without a window, the whole choice) */
-	long m = 1;
-	while (t0 + m < c->solved && dd[t0 + m] == dd[t0])
-		m++;
+	/* one call per choice (the list is one for the call) */
+	long m = c->solved - t0;
 	*n = m;
 	int cut = 0;
 	for (long i = t0; i < t0 + m; i++)
@@ -412,7 +341,7 @@ int kv_select(void *ctx, const ss_sel_view *v, long t0, long *n, const ss_attn_s
 	if (!cut)
 		return 0;   /* every key (of the window): the plain attention */
 	const long *K = r ? r->kept + r->off[t0 / r->chunk] : c->K;
-	c->sel = (ss_attn_sel){lo + t0, nk + t0, K + dd[t0], (long)c->nK - dd[t0]};
+	c->sel = (ss_attn_sel){lo + t0, nk + t0, K, (long)c->nK};
 	*sel = &c->sel;
 	return 0;
 }

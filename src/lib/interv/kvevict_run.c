@@ -112,7 +112,6 @@ static int rec_alloc(kv_result *res, ss_err *e)
 			r->chunk = chunk;
 			if (!(r->lo = ss_malloc((size_t)T, sizeof *r->lo, "selections", e)) ||
 			    !(r->nk = ss_malloc((size_t)T, sizeof *r->nk, "selections", e)) ||
-			    !(r->d = ss_malloc((size_t)T, sizeof *r->d, "selections", e)) ||
 			    !(r->off = ss_calloc((size_t)(T / chunk + 2), sizeof *r->off, "selections", e)))
 				return -1;
 		}
@@ -135,22 +134,10 @@ int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, 
 		if (pairs[p].budget < 1)
 			return ss_err_status(e, SS_EXIT_USAGE, "--budgets: %ld, a budget must be at least 1",
 			                     pairs[p].budget);
-	/* --per-layer on a layer whose sliding window binds: its measurement
-	 * pass has one position more (kvevict_pol.c, select_window) */
-	long Tm = T;
-	for (long l = 1; o->per_layer && l <= L; l++) {
-		long W = config_layer_window(cf, (int)l);
-		if (W > 0 && W < T)
-			Tm = T + 1;
-	}
-	if (Tm > T && cf->max_pos > 0 && Tm > cf->max_pos)
-		return ss_err_set(e, "%s/config.json:max_position_embeddings: --per-layer under a sliding window "
-		                  "measures over %ld positions, more than %ld", m->dir, Tm, cf->max_pos);
 	kv_result *res = ss_calloc(1, sizeof *res, "results", e);
-	kv_ctx c = {.o = o, .cf = cf, .res = res, .T = T, .L = L, .Tm = Tm};
+	kv_ctx c = {.o = o, .res = res, .T = T, .L = L};
 	ss_fwd *f = NULL;
 	float *norm = NULL, *cos0 = NULL, *hf = NULL, **hp = NULL;
-	int32_t *idm = NULL;
 	int rc = -1;
 	if (!res)
 		return -1;
@@ -165,27 +152,23 @@ int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, 
 	    ((o->per_layer || o->masks) && rec_alloc(res, e) < 0) ||
 	    !(c.lo = ss_malloc((size_t)T, sizeof *c.lo, "selection", e)) ||
 	    !(c.nk = ss_malloc((size_t)T, sizeof *c.nk, "selection", e)) ||
-	    !(c.d = ss_malloc((size_t)T, sizeof *c.d, "selection", e)) ||
-	    !(c.K = ss_malloc((size_t)(Tm + k), sizeof *c.K, "selection", e)) ||
+	    !(c.K = ss_malloc((size_t)(T + k), sizeof *c.K, "selection", e)) ||
 	    !(c.keep = ss_malloc((size_t)T, sizeof *c.keep, "selection", e)) ||
 	    !(c.sinks = ss_malloc((size_t)(T + k), sizeof *c.sinks, "selection", e)) ||
-	    !(c.sorted = ss_malloc((size_t)Tm, sizeof *c.sorted, "selection", e)) ||
+	    !(c.sorted = ss_malloc((size_t)T, sizeof *c.sorted, "selection", e)) ||
 	    !(c.score = ss_malloc((size_t)T, sizeof *c.score, "selection", e)) ||
 	    !(c.msel = ss_malloc(np + 1, sizeof *c.msel, "measurement", e)) ||
-	    !(c.cls = ss_malloc((size_t)Tm, 1, "measurement", e)) ||
+	    !(c.cls = ss_malloc((size_t)T, 1, "measurement", e)) ||
 	    !(c.lost = ss_calloc((size_t)L * np * 3 + 1, sizeof *c.lost, "measurement", e)) ||
-	    !(norm = ss_malloc((size_t)((L + 1) * Tm), 4, "statistics", e)) ||
-	    !(cos0 = ss_malloc((size_t)((L + 1) * Tm), 4, "statistics", e)) ||
+	    !(norm = ss_malloc((size_t)((L + 1) * T), 4, "statistics", e)) ||
+	    !(cos0 = ss_malloc((size_t)((L + 1) * T), 4, "statistics", e)) ||
 	    !(hf = ss_malloc_big((size_t)(T * D), 4, "hidden states", e)) ||
 	    !(hp = ss_calloc(np + 1, sizeof *hp, "hidden states", e)))
 		goto done;
-	if (Tm > T) {   /* the extra position: any token (causal: it changes no row before it) */
-		if (!(c.prev = ss_calloc((size_t)cf->n_heads * (size_t)(T + 1), sizeof *c.prev, "measurement", e)) ||
-		    !(idm = ss_malloc((size_t)Tm, sizeof *idm, "measurement", e)))
-			goto done;
-		memcpy(idm, ids, sizeof *ids * (size_t)T);
-		idm[T] = ids[T - 1];
-	}
+	if (!(res->window = ss_malloc((size_t)L, sizeof *res->window, "results", e)))
+		goto done;
+	for (long l = 0; l < L; l++)
+		res->window[l] = config_layer_window(cf, (int)l + 1);
 	c.n_pass = 1 + !!o->per_layer;
 	for (size_t p = 0; p < np; p++) {
 		if (pairs[p].pol == KV_FULL)
@@ -196,7 +179,7 @@ int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, 
 	}
 	ss_fwd_opts fo = {.threads = o->threads, .keep_head = 1, .select = kv_select, .select_ctx = &c, .progress = kv_on_layer,
 	                  .progress_ctx = &c};
-	if (fwd_create(&f, m, &fo, Tm, e) < 0)
+	if (fwd_create(&f, m, &fo, T, e) < 0)
 		goto done;
 	ss_stats st = {.resid_norm = norm, .resid_cos0 = cos0};
 	c.mode = M_PLAIN;
@@ -217,7 +200,7 @@ int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, 
 	if (o->per_layer) {
 		c.mode = M_MEASURE;
 		c.pass++;
-		if (fwd_prefill(f, idm ? idm : ids, Tm, &st, NULL, e) < 0)
+		if (fwd_prefill(f, ids, T, &st, NULL, e) < 0)
 			goto done;
 		double q = (double)T * (double)cf->n_heads;
 		for (size_t p = 0, s = 0; p < np; p++) {
@@ -249,9 +232,6 @@ done:
 	free(cos0);
 	free(c.lo);
 	free(c.nk);
-	free(c.d);
-	free(c.prev);
-	free(idm);
 	free(c.K);
 	free(c.keep);
 	free(c.sinks);
