@@ -20,16 +20,19 @@
 # Refuses to start unless the file system holds the model plus 2 GB.  The
 # model is deleted afterwards unless KEEP=1 (a rerun with KEEP=1 reuses it).
 # The table also goes to $SS_BUILD/bench/actdump-big.txt.  BENCH_MKBIG="..."
-# passes other shapes to mkbig (a dry run of this script on a small model).
+# passes other shapes to mkbig (a dry run of this script on a small model),
+# BENCH_DIR (default $SS_BUILD/bench) another folder for the model and the
+# files of the run (tests/cli/bench_timings.sh runs it so on a tiny model).
 set -u
 : "${SS_ROOT:=$(cd "$(dirname "$0")/../../.." && pwd)}" "${SS_BIN:=$SS_ROOT/bin}" "${SS_BUILD:=$SS_ROOT/build}"
-B=$SS_BUILD/bench
+B=${BENCH_DIR:-$SS_BUILD/bench}
 M=$B/qwen14b-shape
 TH=${BENCH_THREADS:-2}
 T=${BENCH_T:-512}
 KEEP=${KEEP:-}
 MKBIG=$SS_BUILD/tools/mkbig
 PC=$SS_BUILD/tools/pagecache
+. "$SS_ROOT/tests/bench/timings"
 read -r -a MKARGS <<<"${BENCH_MKBIG:-}"
 mkdir -p "$B"
 exec > >(tee "$B/actdump-big.txt") 2>&1
@@ -108,7 +111,9 @@ if [ $rc -ne 0 ]; then
 	echo "bench-big: actdump failed (exit $rc): $(grep -v '^actdump: [0-9]* tokens' "$B/big-err.txt" | head -3)"
 	exit 1
 fi
-line=$(grep '^actdump: ' "$B/big-err.txt" | tail -1)
+# the summary line by its shape (timings: the time and kernel lines follow it);
+# no readable line is a failure, not a table of zeros
+timings_read "$B/big-err.txt" || { echo "bench-big: actdump's --timings summary unreadable"; exit 1; }
 rss=$(awk -F': ' '/Maximum resident/{print $2}' "$B/big-time.txt")
 own=$(awk -F': ' '/User time/{u=$2} /System time/{s=$2} END{print u+s}' "$B/big-time.txt")
 inb=$(awk -F': ' '/File system inputs/{print $2 * 512}' "$B/big-time.txt")
@@ -117,16 +122,13 @@ read -r mf ma 2>/dev/null <"$B/big-rss.txt" || { mf=0; ma=0; }
 L=$(sed -n 's/.*"num_hidden_layers": *\([0-9]*\).*/\1/p' "$M/config.json")
 nsh=$(ls "$M"/*.safetensors | wc -l)
 last=$(h5dump -d /stats/resid_norm -s "$L,0" -c "1,4" "$B/big.h5" 2>/dev/null | sed -n "s/^ *($L,0): //p")
-echo "$line" | awk -v T="$T" -v rss="$rss" -v own="$own" -v b0="$b0" -v b1="$b1" -v hz="$hz" \
+awk -v T="$T" -v rss="$rss" -v own="$own" -v b0="$b0" -v b1="$b1" -v hz="$hz" \
 	-v t0="$t0" -v t1="$t1" -v inb="$inb" -v dr="$(awk -v a="$d0" -v b="$d1" 'BEGIN{printf "%.0f", b - a}')" -v w="$bytes" -v mf="$mf" -v ma="$ma" \
-	-v maj="$maj" -v gen="$gen" -v th="$TH" -v last="$last" -v L="$L" -v nsh="$nsh" -v shapes="${BENCH_MKBIG:-Qwen2.5-14B shapes}" '{
-	for (i = 1; i <= NF; i++) {
-		if ($i == "forward") { fw = $(i+1); tok = substr($(i+3), 2) + 0 }
-		if ($i == "cpu") { cpu = $(i+1); tokc = substr($(i+3), 2) + 0 }
-	}
+	-v maj="$maj" -v gen="$gen" -v th="$TH" -v last="$last" -v L="$L" -v nsh="$nsh" -v shapes="${BENCH_MKBIG:-Qwen2.5-14B shapes}" \
+	-v fw="$TM_FORWARD" -v tok="$TM_FORWARD_TOK" -v cpu="$TM_CPU" -v tokc="$TM_CPU_TOK" 'BEGIN {
 	wall = t1 - t0; foreign = ((b1 - b0) / hz - own) / wall; if (foreign < 0) foreign = 0
 	printf "model      %s, bf16, %.2f GB (%.2f GiB) in %d shards; written in %s\n", shapes, w / 1e9, w / 1073741824, nsh, gen
-	printf "actdump    T=%d, stats only, %d threads: wall %.1f s (forward %.1f s, %.2f tok/s; cpu %.1f s, %.2f tok/s per %d threads)\n", T, th, wall, fw, tok, cpu, tokc, th
+	printf "actdump    T=%d, stats only, %d threads: wall %.1f s (forward %.3f s, %.2f tok/s; cpu %.3f s, %.2f tok/s per %d threads)\n", T, th, wall, fw, tok, cpu, tokc, th
 	printf "read       %.2f GB by actdump (%.2fx the model; time -v file system inputs), %.2f GB by the disk meanwhile; %d major faults\n", inb / 1e9, inb / w, dr / 1e9, maj
 	printf "peak RSS   %.2f GiB (time -v); sampled maxima: mapped weights (RssFile) %.2f GiB, anonymous %.2f GiB\n", rss / 1048576, mf / 1048576, ma / 1048576
 	printf "foreign    %.2f cores during the run%s\n", foreign, (foreign > 0.25 ? "  LOADED" : "")

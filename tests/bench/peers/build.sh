@@ -25,7 +25,7 @@ if [ ! -d "$P/src/.git" ]; then
 	bundle=$(find "$P/pkg/package" -name '*.bundle' | head -1)
 	[ -n "$bundle" ] || { echo "peers: no git bundle in $tgz" >&2; exit 1; }
 	rm -rf "$P/src"
-	git clone -q "$bundle" "$P/src"
+	git -c advice.detachedHead=false clone -q "$bundle" "$P/src"
 	tag=$(sed -n 's/.*"tag": *"\([^"]*\)".*/\1/p' "$P/pkg/package/llama/llama.cpp.info.json" 2>/dev/null)
 	echo "llama.cpp ${tag:-?} ($(git -C "$P/src" rev-parse --short HEAD)) from $(basename "$tgz" .tgz)" >"$P/version"
 fi
@@ -33,6 +33,6 @@ cmake -S "$P/src" -B "$P/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBU
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
 	-DLLAMA_OPENSSL=OFF -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF >"$P/cmake.log" 2>&1 ||
 	{ echo "peers: cmake failed, see $P/cmake.log" >&2; exit 1; }
-nice -n 10 cmake --build "$P/build" --target llama-bench -j "${PEERS_JOBS:-2}" >"$P/build.log" 2>&1 ||
+nice -n 15 cmake --build "$P/build" --target llama-bench -j "${PEERS_JOBS:-2}" >"$P/build.log" 2>&1 ||
 	{ echo "peers: build failed, see $P/build.log" >&2; exit 1; }
 echo "# peers: built $(cat "$P/version") in $P"

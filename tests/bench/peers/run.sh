@@ -25,6 +25,7 @@ mkdir -p "$B" "$P/gguf"
 bash "$SS_ROOT/tests/bench/peers/build.sh" || exit 1
 LB=$P/build/bin/llama-bench
 . "$SS_ROOT/tests/bench/qwen05_model"
+. "$SS_ROOT/tests/bench/timings"
 for k in bf16 f16; do
 	g=$P/gguf/qwen05-$k.gguf
 	if [ ! -f "$g" ] || [ "$g" -ot "$M/model.safetensors" ]; then
@@ -68,8 +69,8 @@ print(' '.join(map(str, [1] + list(r.integers(0, 151936, $T - 1)))))" >"$B/ids$T
 	for md in ${modes:-default}; do
 		extra=(); [ "$md" != default ] && extra=(--compute "$md")
 		measure "$SS_BIN/actdump" -m "$M" --ids "$B/ids$T" -t "$TH" --timings "${extra[@]}" -o "$P/stats.h5"
-		R[ss-$md-$T]=$(grep '^actdump: [0-9]' "$P/err.txt" | tail -1 | sed -n 's/.*compute [0-9.]* s (\([0-9.]*\) tok\/s).*/\1/p')
-		[ -n "${R[ss-$md-$T]}" ] || R[ss-$md-$T]=failed
+		R[ss-$md-$T]=failed
+		timings_read "$P/err.txt" && R[ss-$md-$T]=$TM_COMPUTE_TOK
 		row "sinkscope $md prefill T=$T" "${R[ss-$md-$T]}"
 		rm -f "$P/stats.h5"
 	done
