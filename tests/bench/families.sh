@@ -19,6 +19,13 @@
 # compare the ratios (each round's % of the sgemm-implied rate), not tok/s.
 # BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2),
 # BENCH_FAMILIES (names above; default all).
+# BENCH_PERF=1 (with perf installed) also profiles one stats-only actdump
+# per model at T and prints where its CPU cycles go, in the same groups for
+# every family: OpenBLAS's sgemm kernel, its packing (incopy/oncopy/beta),
+# weight conversion (bf16 -> f32 rows, GPT-2's Conv1D transpose), page
+# faults and zeroing (first touch of the layer buffer), attention, row
+# kernels, the rest.  Shares of cycles move little under foreign load,
+# unlike the wall-clock parts of --timings.
 set -u
 : "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BIN:=$SS_ROOT/bin}" "${SS_BUILD:=$SS_ROOT/build}"
 PY=/usr/bin/python3
@@ -45,7 +52,31 @@ bench() {   # NAME DIR
 	"$SS_BUILD/tools/prefillbench" "$2" "$T" "$TH" "$R" | tee "$B/$1.prefill" || return 1
 	summary+=("$(printf '%-12s %s' "$1" "$(grep '^summary' "$B/$1.prefill" | sed 's/^summary T=[0-9]*: //')")")
 }
+prof=()
+# profile NAME DIR: perf's cycle shares of one actdump run (BENCH_PERF=1)
+profile() {
+	[ "${BENCH_PERF:-}" = 1 ] || return 0
+	command -v perf >/dev/null || { prof+=("$(printf '%-12s perf missing' "$1")"); return 0; }
+	[ -f "$B/ids$T-v32000" ] || $PY -c "
+import numpy as np; r = np.random.default_rng($T)
+print(' '.join(map(str, [1] + list(r.integers(0, 32000, $T - 1)))))" >"$B/ids$T-v32000"
+	perf record -q -F 499 -o "$B/$1.perf" "$SS_BIN/actdump" -m "$2" --ids "$B/ids$T-v32000" -t "$TH" \
+		-o "$B/$1.perf.h5" >/dev/null 2>&1 || { prof+=("$(printf '%-12s perf record failed' "$1")"); return 0; }
+	rm -f "$B/$1.perf.h5"
+	prof+=("$(perf report -i "$B/$1.perf" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' |
+		awk -v n="$1" '{ p = $1 + 0; s = $3 }
+		s ~ /sgemm_kernel/ { k += p; next }
+		s ~ /sgemm_(incopy|oncopy|itcopy|otcopy|beta)/ { pk += p; next }
+		s ~ /st_conv|st_to_f32|tr_task|conv_task|round_task|widen/ { cv += p; next }
+		s ~ /clear_page|page_fault|set_ptes|unmap_page|zap_|folio|lru|_raw_spin/ { pf += p; next }
+		s ~ /^(qk|pv)_|attn|exp_shift/ { at += p; next }
+		s ~ /norm|^add_|gelu|silu|rope|axpy|tanh|expm1|^exp|sumsq|^dot|^max/ { rw += p; next }
+		{ o += p }
+		END { printf "%-12s sgemm %5.1f%%  packing %5.1f%%  conversion %5.1f%%  faults/zeroing %5.1f%%  attention %5.1f%%  rows %5.1f%%  rest %5.1f%%",
+		      n, k, pk, cv, pf, at, rw, o }')")
+}
 bench qwen2-0.5b "$M"
+profile qwen2-0.5b "$M"
 for f in ${BENCH_FAMILIES:-${order[@]}}; do
 	d=$B/fam-$f
 	if [ ! -f "$d/config.json" ]; then
@@ -54,6 +85,11 @@ for f in ${BENCH_FAMILIES:-${order[@]}}; do
 		$MK ${spec[$f]} "$d.tmp" >/dev/null && mv "$d.tmp" "$d" || { echo "mkmodel.py failed for $f"; exit 1; }
 	fi
 	bench "$f" "$d" || exit 1
+	profile "$f" "$d"
 done
 echo "# median % of the sustained sgemm-implied rate (of the best repetitions):"
 printf '%s\n' "${summary[@]}"
+if [ ${#prof[@]} -gt 0 ]; then
+	echo "# where the CPU cycles of one stats-only actdump go (perf, T=$T; load $(cut -d' ' -f1-3 /proc/loadavg)):"
+	printf '%s\n' "${prof[@]}"
+fi
