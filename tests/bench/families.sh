@@ -15,7 +15,13 @@
 #                  2816, top 2 (4 layers)
 # Fewer layers than the real models and a vocabulary of 32000 where theirs is
 # larger: a stats-only prefill's FLOPs and speed are per layer, and it reads
-# only the embedding rows of its ids.  The machine is shared and noisy:
+# only the embedding rows of its ids.  One cost is not per layer: the first
+# touch of the f32 layer buffer (one layer's weights: 312 MB for Gemma-2-2b,
+# 268 MB OLMo-2-1B, 277 MB the MoE's 8 experts, 60 MB Qwen2.5-0.5B), zeroed
+# by the kernel as the first layer is converted into it; with 4 layers it
+# weighs 6x (Gemma) to 4x (OLMo) what it would in the whole model, so these
+# ratios understate the real models' (BENCH_PERF=1 shows it as
+# faults/zeroing).  The machine is shared and noisy:
 # compare the ratios (each round's % of the sgemm-implied rate), not tok/s.
 # BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2),
 # BENCH_FAMILIES (names above; default all).
