@@ -121,7 +121,7 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 	f->qkvdim = f->qdim + 2 * f->kvdim;
 	/* all parallelism is ours: OpenBLAS runs single-threaded in each worker */
 	openblas_set_num_threads(1);
-	if (pool_create(&f->pool, f->nth, e) < 0)
+	if (pool_create(&f->pool, f->nth, e) < 0 || mm_create(&f->mm, f->compute, f->nth, e) < 0)
 		goto fail;
 	f->lwn = fwd_layout(f, NULL);
 	int rb = f->o.resident && !f->o.resident_f32 && fwd_resident_bf16(m);
@@ -204,6 +204,9 @@ void fwd_free(ss_fwd *f)
 	if (!f)
 		return;
 	pool_free(f->pool);
+	for (int i = 0; i < f->npk; i++)
+		mm_w_free(f->pk[i].pw);
+	mm_free(f->mm);
 	attn_free(f->attn);
 	free(f->lw);
 	free(f->x);

@@ -10,8 +10,11 @@
  * Prefill is layer-major: all T tokens pass through layer l before layer
  * l+1, so each layer's weights are converted to f32 once per trace (into one
  * layer-sized buffer; f32 weights are used in place) and only that layer's
- * keys and values are held.  Projections and the MLP run as OpenBLAS sgemm
- * over blocks of tokens.  Attention runs per block of queries: the scores of
+ * keys and values are held.  Projections and the MLP run through oneDNN's
+ * matmul primitive (engine/matmul.h: each matrix packed at its first product
+ * after its layer is converted, primitives cached per shape) over blocks of
+ * tokens, in f32 or bf16 (ss_fwd_opts.compute); one token runs as a gemv,
+ * the lm_head as OpenBLAS sgemm.  Attention runs per block of queries: the scores of
  * a block against its causal prefix of keys (never T x T), an exact
  * softmax per row, P.V by sgemm, and the column sums of P accumulated into
  * the attention received:  recv[l][k][j] = (1/(T-j)) sum_{i>=j} A_lk[i][j].

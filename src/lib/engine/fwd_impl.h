@@ -1,7 +1,8 @@
 /* fwd_impl.h - the forward pass's state shared by forward.c (create,
  * embeddings, logits, prefill), fwd_weights.c (a layer's weights converted
  * to f32), fwd_layer.c (one layer: norms, projections, attention, the MLP,
- * hooks) and fwd_ops.c (what they share: timed runs, the projections' GEMM,
+ * hooks) and fwd_ops.c (what they share: timed runs, the projections (oneDNN,
+ * OpenBLAS for one token and the lm_head),
  * row norms, checks); not an API (see forward.h).  Calls go one way:
  * forward -> fwd_layer -> fwd_weights -> fwd_ops.
  */
@@ -13,6 +14,7 @@
 #include "util/pool.h"
 
 #define QBLOCK 32   /* queries per attention block */
+#define FWD_NPACK 48 /* packed matrices held (a layer's, its experts' too) */
 
 struct ss_fwd {
 	const ss_model *m;
@@ -79,6 +81,20 @@ struct ss_fwd {
 	ss_attn *attn;
 	const ss_stats *st;          /* prefill's statistics (key selection) */
 	ss_fwd_times tm;
+	/* the layer's matrices packed for oneDNN (matmul.h), a product over many
+	 * tokens (M > 1) at a time: packed at their first product after the layer
+	 * buffer changed (wgen), into a packing of the same shape from an
+	 * earlier layer when there is one */
+	ss_mm *mm;
+	unsigned long wgen;     /* bumped whenever lw's matrices change */
+	struct fwd_pack {
+		const float *W;
+		long N, K, ldw;
+		unsigned long gen;  /* W's packing is current when gen == wgen */
+		ss_mm_w *pw;
+	} pk[FWD_NPACK];
+	int npk;
+	int mm_failed;          /* oneDNN refused a product: sgemm from then on */
 };
 
 /* ---- fwd_ops.c ---- */

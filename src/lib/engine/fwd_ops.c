@@ -9,6 +9,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 
 const char *const ss_hook_names[SS_HOOK_N] = {"resid", "attn_out", "mlp_in", "mlp_out"};
 
@@ -77,6 +78,7 @@ static void widen_mats(ss_fwd *f)
 	widen_job j = {f, f->cur};
 	fwd_timed_run(f, &f->tm.convert, widen_task, &j);
 	f->mats = f->cur;
+	f->wgen++;
 }
 
 void fwd_gemv_bf16(ss_fwd *f, long N, long K, const float *x, const uint16_t *W, float *y)
@@ -86,18 +88,74 @@ void fwd_gemv_bf16(ss_fwd *f, long N, long K, const float *x, const uint16_t *W,
 	f->tm.linear_flop += 2.0 * (double)N * (double)K;
 }
 
+/* W's packing for the matmul (NULL: none could be made; sgemm then) */
+static const ss_mm_w *packed(ss_fwd *f, const float *W, const uint16_t *Wb, long N, long K,
+                             long ldw, long M)
+{
+	struct fwd_pack *reuse = NULL;
+	for (int i = 0; i < f->npk; i++) {
+		struct fwd_pack *p = &f->pk[i];
+		if (p->N != N || p->K != K)
+			continue;
+		if (p->W == W && p->ldw == ldw && p->gen == f->wgen)
+			return p->pw;
+		if (p->gen != f->wgen && !reuse)   /* an earlier layer's: overwrite it */
+			reuse = p;
+	}
+	if (!reuse) {
+		if (f->npk == FWD_NPACK)
+			return NULL;
+		reuse = &f->pk[f->npk++];
+	}
+	ss_err e = {0};
+	double t = ss_now();
+	int rc = Wb ? mm_pack_bf16(f->mm, &reuse->pw, Wb, N, K, ldw, M, &e)
+	            : mm_pack(f->mm, &reuse->pw, W, N, K, ldw, M, &e);
+	f->tm.convert += ss_now() - t;
+	if (rc < 0) {
+		f->mm_failed = 1;
+		return NULL;
+	}
+	reuse->W = W, reuse->N = N, reuse->K = K, reuse->ldw = ldw, reuse->gen = f->wgen;
+	return reuse->pw;
+}
+
+/* the lm_head and any other matrix outside the layer buffer keep sgemm */
+static int in_layer(const ss_fwd *f, const float *W)
+{
+	size_t n = f->lwn * (f->o.resident && !f->rb ? (size_t)f->c->n_layers : 1);
+	return W >= f->lw && W < f->lw + n;
+}
+
 void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
               long ldw, float *C, long ldc, const float *bias)
 {
 	gemm_job j = {M, N, K, A, lda, W, ldw, NULL, C, ldc, bias};
-	if (f->rb && W >= f->lw && W < f->lw + f->nmat) {   /* a resident bf16 matrix */
-		if (M == 1)
-			j.Wb = f->rb + (size_t)(f->cur - 1) * f->nmat + (size_t)(W - f->lw);
-		else
-			widen_mats(f);
-	}
-	fwd_timed_run(f, &f->tm.linear, gemm_task, &j);
+	const uint16_t *Wb = NULL;
+	if (f->rb && W >= f->lw && W < f->lw + f->nmat)   /* a resident bf16 matrix */
+		Wb = f->rb + (size_t)(f->cur - 1) * f->nmat + (size_t)(W - f->lw);
 	f->tm.linear_flop += 2.0 * (double)M * (double)N * (double)K;
+	if (M > 1 && f->mm && !f->mm_failed && in_layer(f, W)) {
+		/* oneDNN on this thread with its own (OpenMP) threads, never in a pool
+		 * task; resident bf16 matrices packed from their bf16 copy as they are */
+		const ss_mm_w *pw = packed(f, W, Wb, N, K, ldw, M);
+		if (pw) {
+			ss_err e = {0};
+			double t = ss_now();
+			int rc = mm_run(f->mm, pw, M, A, lda, C, ldc, bias, &e);
+			f->tm.linear += ss_now() - t;
+			if (rc == 0)
+				return;
+			f->mm_failed = 1;   /* C is rewritten whole below */
+		}
+		fprintf(stderr, "warning: oneDNN matmul refused %ld x %ld x %ld: OpenBLAS sgemm (f32) from "
+		        "now on\n", M, N, K);
+	}
+	if (Wb && M == 1)
+		j.Wb = Wb;
+	else if (Wb)
+		widen_mats(f);
+	fwd_timed_run(f, &f->tm.linear, gemm_task, &j);
 }
 
 /* o = Norm(x): RMSNorm, or LayerNorm with bias b */

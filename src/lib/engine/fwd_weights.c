@@ -246,16 +246,19 @@ void fwd_load_layer(ss_fwd *f, int l)
 			f->loaded[l - 1] = 1;
 		}
 		f->cur = l;
+		f->wgen++;
 		return;
 	}
 	if (f->o.resident) { /* every layer has its own buffer, converted once */
 		fwd_layout(f, f->lw + (size_t)(l - 1) * f->lwn);
 		if (f->loaded[l - 1]) {
 			f->cur = l;
+			f->wgen++;
 			return;
 		}
 		f->loaded[l - 1] = 1;
 	}
 	convert_layer(f, l);
 	f->cur = l;
+	f->wgen++;
 }
