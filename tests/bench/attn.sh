@@ -15,6 +15,10 @@
 # to compare the AVX2 path).  The CPU that
 # other processes used during each run is printed (cores); above 0.25 the
 # run is marked LOADED, and the cpu figures (CPU time / threads) move less.
+# The bf16 compute mode's attention (attn_set_compute: bf16 QK^T and PV,
+# f32 sums; its kernels named on the first line) runs in the same turns:
+# each run prints "bf16" with its ratio to "new" (f32) from that run and
+# the load average at its end; the medians of those ratios per length.
 set -u
 : "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BUILD:=$SS_ROOT/build}"
 B=$SS_BUILD/bench
@@ -43,31 +47,35 @@ one() {
 	b0=$(busy); t0=$(date +%s.%N)
 	line=$(/usr/bin/time -f '%U %S' -o "$B/attn-time.txt" "$O/attnbench" "$1" "$TH" "${BENCH_SECONDS:-3}") || return 1
 	t1=$(date +%s.%N); b1=$(busy)
-	echo "$line" | awk -v b0="$b0" -v b1="$b1" -v hz="$hz" -v t0="$t0" -v t1="$t1" \
+	echo "$line" | awk -v b0="$b0" -v b1="$b1" -v hz="$hz" -v t0="$t0" -v t1="$t1" -v la="$(cut -d' ' -f1-3 /proc/loadavg)" \
 		-v own="$(awk '{print $1+$2}' "$B/attn-time.txt")" '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		f = ((b1 - b0) / hz - own) / (t1 - t0); if (f < 0) f = 0
-		for (k = 0; k < 2; k++) {
-			p = k ? "" : "old_"
+		for (k = 0; k < 3; k++) {
+			p = k == 2 ? "bf16_" : k ? "" : "old_"
 			printf "%-4s T=%-5d attn %6.1f GFLOP/s (%5.1f%% of sgemm %6.1f)  cpu %6.1f (%5.1f%% of %6.1f)  decode %6.1f us  sum_recv %s  foreign load %.2f cores%s\n",
-				k ? "new" : "old", v["T"], v[p "attn_gflops"], 100 * v[p "ratio"], v["sgemm_gflops"],
+				k == 2 ? "bf16" : k ? "new" : "old", v["T"], v[p "attn_gflops"], 100 * v[p "ratio"], v["sgemm_gflops"],
 				v[p "attn_gflops_cpu"], 100 * v[p "ratio_cpu"], v["sgemm_gflops_cpu"], v[p "decode_us"], v[p "sum_recv"], f,
 				(f > 0.25 ? "  LOADED" : "")
 		}
+		printf "ratio T=%-5d bf16/f32 %.3f (attn GFLOP/s, this run)  cpu %.3f  kernels %s vs %s  load average %s\n",
+			v["T"], v["bf16_attn_gflops"] / v["attn_gflops"], v["bf16_attn_gflops_cpu"] / v["attn_gflops_cpu"],
+			v["bf16_kernels"], v["kernels"], la
 	}'
 }
-med() { sort -n | awk '{r[NR] = $1} END {printf "%.1f", NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2}'; }
+med() { sort -n | awk -v d="${1:-1}" '{r[NR] = $1} END {printf "%." d "f", NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2}'; }
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads; old = $BASE"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads; old = $BASE; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for T in ${BENCH_T:-512 2048 8192}; do
 	: >"$B/attn-runs.txt"
 	for rep in $(seq "${BENCH_REPS:-3}"); do
 		one "$T" | tee -a "$B/attn-runs.txt"
 	done
-	for n in old new; do
+	for n in old new bf16; do
 		g=$(grep "^$n " "$B/attn-runs.txt" | sed 's/.*attn *\([0-9.]*\) GFLOP.*/\1/' | med)
 		r=$(grep "^$n " "$B/attn-runs.txt" | sed 's/.*(\( *[0-9.]*\)% of sgemm.*/\1/' | med)
 		rc=$(grep "^$n " "$B/attn-runs.txt" | sed 's/.*cpu *[0-9.]* (\( *[0-9.]*\)% of.*/\1/' | med)
 		echo "# $n T=$T: median attn $g GFLOP/s, $r% of sgemm (cpu $rc%) over ${BENCH_REPS:-3} runs"
 	done
+	echo "# bf16/f32 T=$T: median ratio $(grep '^ratio ' "$B/attn-runs.txt" | sed 's/.*bf16\/f32 \([0-9.]*\).*/\1/' | med 3) over ${BENCH_REPS:-3} runs (each from one run)"
 done

@@ -131,7 +131,8 @@ for l in c avx2 avx512 avx512bf16; do
 	fi
 	k=$([ $l = avx512bf16 ] && echo avx512 || echo $l)
 	t_match "SINKSCOPE_ISA=$l: --timings names the kernels" \
-		"^actdump: kernels \\($l\\): attention $k, rows $k, bf16/f16 rows $k" "$(grep 'kernels' "$TMP/isa-$l.err")"
+		"^actdump: kernels \\($l\\): attention $k \\(bf16 compute: bf16-$l\\), rows $k, bf16/f16 rows $k" \
+		"$(grep 'kernels' "$TMP/isa-$l.err")"
 	pair "qwen2-bf16-sh stats, SINKSCOPE_ISA=$l" - "$TMP/isa-$l.h5" "$TMP/qwen2-bf16-sh.ref.h5"
 	for v in mistral-swa-f32 phi3-f16-sh; do
 		[ -d "$M/$v" ] || { t_fail "variant $v exists"; continue; }

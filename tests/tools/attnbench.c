@@ -14,7 +14,10 @@
  * tests/bench/attn.sh links a second attention.c (an older commit's) in
  * with its functions renamed old_attn_*: then the old and the new code run
  * alternately in this one process (the old_ figures), as does the sgemm,
- * so the machine's drift and other processes' bursts hit all alike. */
+ * so the machine's drift and other processes' bursts hit all alike.
+ * The bf16 compute mode (attn_set_compute: bf16 products, f32 sums) runs
+ * in the same turns as a third variant (the bf16_ figures; the same FLOP
+ * count; sum_o agrees with f32 to bf16 rounding, sum_recv closely). */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -134,13 +137,16 @@ int main(int argc, char **argv)
 	ss_err e = {0};
 	ss_pool *pool;
 	variant nv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0}, ov = {old_attn_run, NULL, 1e30, 1e30, 0, 0, 0};
+	variant bv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0};
 	int old = old_attn_create && old_attn_run && old_attn_free;
 	if (pool_create(&pool, th, &e) < 0 || attn_create(&nv.a, &c, T, th, qb, &e) < 0 ||
+	    attn_create(&bv.a, &c, T, th, qb, &e) < 0 || attn_set_compute(bv.a, SS_COMPUTE_BF16, &e) < 0 ||
 	    (old && old_attn_create(&ov.a, &c, T, th, qb, &e) < 0)) {
 		fprintf(stderr, "attnbench: %s\n", e.msg);
 		return 1;
 	}
-	if (getenv("ATTN_KT") && attn_set_key_tile(nv.a, atol(getenv("ATTN_KT")), &e) < 0) {
+	if (getenv("ATTN_KT") && (attn_set_key_tile(nv.a, atol(getenv("ATTN_KT")), &e) < 0 ||
+	                          attn_set_key_tile(bv.a, atol(getenv("ATTN_KT")), &e) < 0)) {
 		fprintf(stderr, "attnbench: %s\n", e.msg);
 		return 1;
 	}
@@ -172,6 +178,7 @@ int main(int argc, char **argv)
 	double start = ss_now();
 	for (int rep = 0; rep < 4 || ss_now() - start < secs; rep++) {
 		if (time_attn(&nv, pool, th, T, q, q0, K, V, rs, rep == 0) < 0 ||
+		    time_attn(&bv, pool, th, T, q, q0, K, V, rs, rep == 0) < 0 ||
 		    (old && time_attn(&ov, pool, th, T, q, q0, K, V, rs, rep == 0) < 0))
 			return 1;
 		double t0 = ss_now(), c0 = cpu_now();
@@ -187,14 +194,18 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < 3; r++) {
 		nv.dec = time_decode(&nv, pool, T, q, q0, K, V, rs, 50);
+		bv.dec = time_decode(&bv, pool, T, q, q0, K, V, rs, 50);
 		if (old)
 			ov.dec = time_decode(&ov, pool, T, q, q0, K, V, rs, 50);
 	}
 	double sg = gflop / gb / 1e9, sgc = gflop / gbc / 1e9;
-	printf("T=%ld threads=%d sgemm_gflops=%.1f sgemm_gflops_cpu=%.1f", T, th, sg, sgc);
-	for (int k = 0; k < 1 + old; k++) {
-		variant *v = k ? &ov : &nv;
-		const char *p = k ? "old_" : "";
+	printf("T=%ld threads=%d kernels=%s bf16_kernels=%s sgemm_gflops=%.1f sgemm_gflops_cpu=%.1f", T, th,
+	       attn_kernels_name(), attn_kernels16_name(), sg, sgc);
+	for (int k = 0; k < 3; k++) {
+		if (k == 1 && !old)
+			continue;
+		variant *v = k == 2 ? &bv : k ? &ov : &nv;
+		const char *p = k == 2 ? "bf16_" : k ? "old_" : "";
 		double ag = aflop / v->best / 1e9, agc = aflop / v->bestc / 1e9;
 		printf(" %sattn_s=%.4f %sattn_gflops=%.1f %sratio=%.3f %sattn_gflops_cpu=%.1f %sratio_cpu=%.3f "
 		       "%ssum_o=%.6e %ssum_recv=%.9e %sdecode_us=%.1f",
@@ -202,6 +213,7 @@ int main(int argc, char **argv)
 	}
 	printf("\n");
 	attn_free(nv.a);
+	attn_free(bv.a);
 	if (old)
 		old_attn_free(ov.a);
 	pool_free(pool);

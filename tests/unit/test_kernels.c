@@ -1,6 +1,7 @@
 /* test_kernels.c - the forward pass's kernels against hand-derived values,
  * and blocked attention (with its attention-received sums and a sliding
- * window) against a naive double-precision softmax; every test once per
+ * window, in f32 and in the bf16 compute mode) against a naive
+ * double-precision softmax; every test once per
  * instruction set this CPU has (util/cpu.h: c, avx2, avx512, avx512bf16),
  * and the row kernels of each against double-precision references at
  * every length around the vector widths (test_paths). */
@@ -261,6 +262,107 @@ static void test_attention(void **st)
 }
 
 
+static float bf16r(float f)   /* round to bf16, nearest even (as the engine and io/stconv) */
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	u += 0x7fffu + ((u >> 16) & 1);
+	u &= 0xffff0000u;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* The bf16 mode (attn_set_compute): the packed tiles' products on bf16
+ * queries, keys, values and P~, summed in f32, against the naive double
+ * softmax of the bf16-rounded q, K, V.  Tolerances: outputs 2^-9 + 1e-5
+ * absolute (P~ rounded to bf16 moves each probability by at most 2^-9 of
+ * itself and |v| <= 1; the f32 sums of exact products add ~1e-6), recv
+ * 2e-6 relative (from the f32 probabilities, as in f32); and the outputs
+ * further than 1e-4 from the f32 inputs' reference somewhere (the rounding
+ * happens).  vdpbf16ps (avx512bf16) gives the bits of its AVX-512F
+ * emulation (avx512, the same row kernels): the emulation's order and
+ * rounding are vdpbf16ps's, and no subnormal arises here.  (The C and
+ * AVX2 levels' row kernels round exp differently, so their outputs are
+ * held to the tolerance only.) */
+static void attn_case16(int id, long window, int threads, long t0, long n, long ktile, long hd)
+{
+	static float *first[16];
+	ss_config c = {.n_heads = 6, .n_kv_heads = 2, .head_dim = hd, .sliding_window = window};
+	long T = t0 + n, H = 6, qd = H * hd, kvd = 2 * hd;
+	float *q = malloc(sizeof(float) * (size_t)(n * qd)), *q0 = malloc(sizeof(float) * (size_t)(n * qd));
+	float *qr = malloc(sizeof(float) * (size_t)(n * qd));
+	float *K = malloc(sizeof(float) * (size_t)(T * kvd)), *V = malloc(sizeof(float) * (size_t)(T * kvd));
+	float *Kr = malloc(sizeof(float) * (size_t)(T * kvd)), *Vr = malloc(sizeof(float) * (size_t)(T * kvd));
+	double *rs = calloc((size_t)(H * T), sizeof(double)), *rn = calloc((size_t)(H * T), sizeof(double));
+	unsigned s = 777 + (unsigned)id;
+	for (long i = 0; i < n * qd; i++) {
+		q0[i] = q[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 4 - 2;
+		qr[i] = bf16r(q0[i]);
+	}
+	for (long i = 0; i < T * kvd; i++) {
+		K[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 4 - 2;
+		V[i] = (float)((s = s * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 2 - 1;
+		Kr[i] = bf16r(K[i]);
+		Vr[i] = bf16r(V[i]);
+	}
+	ss_err e = {0};
+	ss_pool *pool;
+	ss_attn *a;
+	assert_int_equal(pool_create(&pool, threads, &e), 0);
+	assert_int_equal(attn_create(&a, &c, T, threads, 16, &e), 0);
+	if (ktile)
+		assert_int_equal(attn_set_key_tile(a, ktile, &e), 0);
+	assert_int_equal(attn_set_compute(a, SS_COMPUTE_BF16, &e), 0);
+	assert_int_equal(attn_run(a, pool, q, t0, n, K, V, rs, T, &e), 0);
+	double out[128], out0[128], *pr = malloc(sizeof(double) * (size_t)T), far = 0;
+	for (long i = 0; i < n; i++)
+		for (long h = 0; h < H; h++) {
+			naive(&c, q0 + i * qd + h * hd, t0 + i, h, K, V, out0, pr);
+			naive(&c, qr + i * qd + h * hd, t0 + i, h, Kr, Vr, out, pr);
+			for (long k = 0; k < hd; k++) {
+				double d = fabs(q[i * qd + h * hd + k] - out[k]);
+				if (d > 0x1p-9 + 1e-5)
+					fail_msg("bf16 case %d: query %ld head %ld output %ld: %.9g, want %.9g", id, t0 + i, h, k,
+					         (double)q[i * qd + h * hd + k], out[k]);
+				far = fmax(far, fabs(q[i * qd + h * hd + k] - out0[k]));
+			}
+			for (long j = 0; j <= t0 + i; j++)
+				rn[h * T + j] += pr[j];
+		}
+	for (long x = 0; x < H * T; x++)
+		if (fabs(rs[x] - rn[x]) > 2e-6 * fmax(1, rn[x]))
+			fail_msg("bf16 case %d: recv head %ld key %ld: %.9g, want %.9g", id, x / T, x % T, rs[x], rn[x]);
+	assert_true(far > 1e-4);
+	if (ss_cpu_isa() == SS_ISA_AVX512) {
+		free(first[id]);
+		first[id] = malloc(sizeof(float) * (size_t)(n * qd));
+		memcpy(first[id], q, sizeof(float) * (size_t)(n * qd));
+	} else if (ss_cpu_isa() == SS_ISA_AVX512BF16 && first[id] &&
+	           memcmp(first[id], q, sizeof(float) * (size_t)(n * qd))) {
+		long x = 0;
+		while (first[id][x] == q[x])
+			x++;
+		fail_msg("bf16 case %d on %s: output %ld is %.9g, %.9g emulated", id, attn_kernels16_name(), x,
+		         (double)q[x], (double)first[id][x]);
+	}
+	free(pr);
+	attn_free(a);
+	pool_free(pool);
+	free(q); free(q0); free(qr); free(K); free(V); free(Kr); free(Vr); free(rs); free(rn);
+}
+
+static void test_attention_bf16(void **st)
+{
+	attn_case16(0, 0, 1, 0, 37, 0, 8);
+	attn_case16(1, 0, 2, 0, 77, 16, 16);   /* tiles of 16 keys: odd tile widths, rows with none */
+	attn_case16(2, 5, 2, 0, 77, 16, 12);   /* a window across tiles */
+	attn_case16(3, 21, 2, 0, 77, 16, 24);
+	attn_case16(4, 40, 1, 20, 57, 32, 16);
+	attn_case16(5, 0, 2, 0, 77, 0, 64);    /* Qwen2.5's head size */
+	attn_case16(6, 0, 1, 0, 45, 32, 7);    /* an odd head size: the pair padded */
+	attn_case16(7, 0, 2, 13, 50, 0, 128);  /* cached keys before the call */
+}
+
 /* Every row kernel of the level in use against references computed here
  * in double (or, for the elementwise float operations, the same float
  * operation: exact), for lengths 0..70 and 1000 (vector bodies of 8, 16
@@ -344,7 +446,7 @@ int main(void)
 		cmocka_unit_test(test_rmsnorm),   cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_rope_llama3), cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_silu),      cmocka_unit_test(test_dtypes),
-		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_bf16),
 	};
 	/* the whole group once per level this CPU has, lowest first */
 	int rc = 0;
@@ -352,9 +454,9 @@ int main(void)
 	for (int l = 0; l <= (int)ss_cpu_best(); l++) {
 		if (ss_cpu_force((ss_isa)l, &e) < 0)
 			return 1;
-		char name[64];
-		snprintf(name, sizeof name, "kernels (%s: rows %s, attention %s)", ss_isa_name((ss_isa)l),
-		         k_kernels_name(), attn_kernels_name());
+		char name[96];
+		snprintf(name, sizeof name, "kernels (%s: rows %s, attention %s, %s)", ss_isa_name((ss_isa)l),
+		         k_kernels_name(), attn_kernels_name(), attn_kernels16_name());
 		rc |= _cmocka_run_group_tests(name, tests, sizeof tests / sizeof tests[0], NULL, NULL);
 	}
 	return rc;

@@ -23,7 +23,12 @@
  * under a key selection or a measurement (attention.h) take block_sel: the
  * block's kept keys gathered and its windows in place, two sgemm calls for
  * the scores and two for the output, the exact softmax of each row over the
- * keys it sees. */
+ * keys it sees.
+ * In the bf16 compute mode (attn_set_compute) the packed tiles take bf16
+ * operands: keys and values packed in bf16 pairs (attn_impl.h: kb, vb),
+ * the block's queries and each tile's P~ rounded to bf16, products summed
+ * in f32 by vdpbf16ps or its emulation (attn_kern16_body.h); the online
+ * softmax, l and recv are those of the f32 P~, as in f32. */
 #include "engine/attention.h"
 #include "engine/attn_impl.h"
 
@@ -66,6 +71,8 @@ static void thread_free(attn_thread *p)
 	free(p->gcs);
 	free(p->cum);
 	free(p->lost);
+	free(p->qb);
+	free(p->pb);
 	memset(p, 0, sizeof *p);
 }
 
@@ -95,6 +102,8 @@ void attn_free(ss_attn *a)
 	free(a->th);
 	free(a->kp);
 	free(a->vp);
+	free(a->kb);
+	free(a->vb);
 	free(a);
 }
 
@@ -119,6 +128,7 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 	a->softcap = (float)c->attn_softcap;
 	a->kcap = -1;
 	a->hdp = (a->hd + NP - 1) / NP * NP;
+	a->hde = (a->hd + 1) / 2 * 2;
 	a->np = (maxT + NP - 1) / NP;
 	a->th = ss_calloc((size_t)a->nth, sizeof *a->th, "attention", e);
 	if (!a->th ||
@@ -133,6 +143,22 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 fail:
 	attn_free(a);
 	return -1;
+}
+
+int attn_set_compute(ss_attn *a, ss_compute mode, ss_err *e)
+{
+	if (mode == SS_COMPUTE_BF16 && !a->kb) {
+		size_t rows = (size_t)(a->g * a->qb);
+		if (!(a->kb = ss_malloc_big((size_t)(a->Hkv * a->np * a->hde * NP), 2, "attention keys (bf16)", e)) ||
+		    !(a->vb = ss_malloc_big((size_t)(a->Hkv * a->np * a->hdp * NP), 2, "attention values (bf16)", e)))
+			return -1;
+		for (int t = 0; t < a->nth; t++)
+			if (!(a->th[t].qb = ss_malloc(rows * (size_t)a->hde, 2, "attention queries (bf16)", e)) ||
+			    !(a->th[t].pb = ss_malloc(rows * (size_t)a->kt, 2, "attention scores (bf16)", e)))
+				return -1;
+	}
+	a->compute = mode == SS_COMPUTE_BF16 ? SS_COMPUTE_BF16 : SS_COMPUTE_F32;
+	return 0;
 }
 
 void attn_set_layer(ss_attn *a, long window)
@@ -153,7 +179,10 @@ int attn_set_key_tile(ss_attn *a, long kt, ss_err *e)
 		if (thread_alloc(a, &a->th[t], e) < 0)
 			return -1;
 	}
-	return 0;
+	free(a->kb);   /* the bf16 buffers again, for the new tile */
+	free(a->vb);
+	a->kb = a->vb = NULL;
+	return attn_set_compute(a, a->compute, e);
 }
 
 

@@ -17,6 +17,7 @@
 
 #include "util/err.h"
 #include "engine/model.h"
+#include "engine/matmul.h"
 #include "util/pool.h"
 
 typedef struct ss_attn ss_attn;
@@ -28,6 +29,16 @@ int attn_set_key_tile(ss_attn *a, long kt, ss_err *e);
 void attn_free(ss_attn *a);
 /* the tile kernels in use: "c", "avx2", "avx512" (util/cpu.h) */
 const char *attn_kernels_name(void);
+/* those of the bf16 mode: "bf16-avx512bf16" (vdpbf16ps), or "bf16-avx512",
+ * "bf16-avx2", "bf16-c" (emulated with the same rounding) */
+const char *attn_kernels16_name(void);
+/* The precision of the next calls' products (SS_COMPUTE_F32 at creation):
+ * in SS_COMPUTE_BF16 the packed tiles (calls of PACK_MIN rows a block and
+ * more, no selection) round queries, keys, values and the unnormalised
+ * probabilities P~ to bf16 (nearest even) and sum their products in f32;
+ * the softmax and recv stay as in f32 (recv from the f32 probabilities).
+ * Calls of a few queries and selections stay f32 in both modes. */
+int attn_set_compute(ss_attn *a, ss_compute mode, ss_err *e);
 /* The sliding window of the next calls (0: none): the layer's (Gemma
  * alternates); attn_create starts with the config's sliding_window. */
 void attn_set_layer(ss_attn *a, long window);

@@ -22,6 +22,47 @@ const char *attn_kernels_name(void)
 	return attn_kern()->name;
 }
 
+const attn_kops16 *attn_kern16(void)
+{
+	static const attn_kops16 *const k[SS_ISA_N] = {&attn_kops16_c, &attn_kops16_avx2, &attn_kops16_avx512,
+	                                               &attn_kops16_avx512bf16};
+	return k[ss_cpu_isa()];
+}
+
+const char *attn_kernels16_name(void)
+{
+	return attn_kern16()->name;
+}
+
+static inline uint16_t to_bf16(float f)   /* nearest even, as io/stconv's st_f32_to_bf16 */
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	u += 0x7fffu + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+/* the bf16 mode's packing of panels [p0, p0 + np) (attn_impl.h: kb, vb) */
+static void pack16(ss_attn *a, long p0, long np, long keys, long lo, long hi)
+{
+	long hd = a->hd, hde = a->hde, cp = a->hdp / NP;
+	for (long it = lo; it < hi; it++) {
+		long h = it / np, pn = p0 + it % np;
+		uint16_t *kd = a->kb + (h * a->np + pn) * hde * NP;
+		for (long i = 0; i < NP; i++) {
+			long j = pn * NP + i;
+			const float *k = a->kc + j * a->kvdim + h * hd, *v = a->vc + j * a->kvdim + h * hd;
+			for (long d = 0; d < hde; d++)
+				kd[(d / 2) * 2 * NP + 2 * i + d % 2] = j < keys && d < hd ? to_bf16(k[d]) : 0;
+			for (long c = 0; c < a->hdp; c++)
+				a->vb[((h * cp + c / NP) * a->np * NP + (j & ~1L)) * NP + (c % NP) * 2 + (j & 1)] =
+				        j < keys && c < hd ? to_bf16(v[c]) : 0;
+		}
+	}
+}
+
 /* keys and values of panels [p0, p1) of every KV head into a->kp, a->vp
  * (zeros beyond the keys given and beyond hd) */
 void attn_pack_task(void *ctx, int tid, int nth)
@@ -31,6 +72,10 @@ void attn_pack_task(void *ctx, int tid, int nth)
 	p0 = attn_window_lo(a->window, a->t0) / NP;   /* the first block's first key */
 	long np = (keys + NP - 1) / NP - p0;
 	pool_share(a->Hkv * np, 1, tid, nth, &lo, &hi);
+	if (a->compute == SS_COMPUTE_BF16) {
+		pack16(a, p0, np, keys, lo, hi);
+		return;
+	}
 	for (long it = lo; it < hi; it++) {
 		long h = it / np, pn = p0 + it % np;
 		float *kd = a->kp + (h * a->np + pn) * hd * NP;
@@ -107,7 +152,19 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	const attn_kops *K = attn_kern();
 	const float *kp = a->kp + (kvh * a->np + kb / NP) * hd * NP;
 	const float *vp = a->vp + (kvh * (hdp / NP) * a->np * NP + kb) * NP;
+	/* the bf16 mode: the same tiles on bf16 operands (attn_kern16_body.h) */
+	int b16 = a->compute == SS_COMPUTE_BF16;
+	const attn_kops16 *K16 = attn_kern16();
+	long hde = a->hde, vs = a->np * NP * NP;
+	const uint16_t *kp16 = b16 ? a->kb + (kvh * a->np + kb / NP) * hde * NP : NULL;
+	const uint16_t *vp16 = b16 ? a->vb + (kvh * (hdp / NP) * a->np * NP + kb) * NP : NULL;
+	int qpan = b16 ? K16->qk_pan : K->qk_pan, vpan = b16 ? K16->pv_pan : K->pv_pan;
 	attn_gather_q(a, p, r0, nb, kvh);
+	for (long x = 0; b16 && x < R; x++) {
+		K16->round(p->qg + x * hd, p->qb + x * hde, hd);
+		if (hde > hd)
+			p->qb[x * hde + hd] = 0;
+	}
 	for (long x = 0; x < R; x++) {
 		p->mx[x] = -INFINITY;
 		p->l[x] = 0;
@@ -124,9 +181,14 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			for (long x0 = 0; x0 < R; x0 += MR) {
 				int nr = R - x0 < MR ? (int)(R - x0) : MR;
 				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
-				for (long j = j0; j < j0 + 4 * NP && j < top; j += K->qk_pan * NP) {
-					int np = K->qk_pan > 1 && j + NP < top && j + NP < j0 + 4 * NP ? 2 : 1;
-					K->qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, np, sl + x0 * kt + j, kt, a->scale);
+				for (long j = j0; j < j0 + 4 * NP && j < top; j += qpan * NP) {
+					int np = qpan > 1 && j + NP < top && j + NP < j0 + 4 * NP ? 2 : 1;
+					if (b16)
+						K16->qk(nr, p->qb + x0 * hde, hde / 2, kp16 + (c0 + j) * hde, np, sl + x0 * kt + j,
+						        kt, a->scale);
+					else
+						K->qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, np, sl + x0 * kt + j, kt,
+						      a->scale);
 				}
 			}
 		/* the online softmax, P~ into the block's buffer */
@@ -159,15 +221,25 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			p->mx[x] = m;
 			p->mu[x * a->ntile + t] = m;
 		}
+		/* the bf16 mode's P~, to an even number of keys (the pad 0) */
+		for (long x = 0; b16 && x < R; x++) {
+			K16->round(st + x * kt, p->pb + x * kt, w);
+			if (w % 2)
+				p->pb[x * kt + w] = 0;
+		}
 		/* O = O a + P~ V, a panel of 16 value columns (16 KiB) against each
 		 * group of rows in turn, over the keys some row of the group sees */
-		for (long c = 0; c < hdp; c += K->pv_pan * NP) {
-			int np = K->pv_pan > 1 && c + NP < hdp ? 2 : 1;
+		for (long c = 0; c < hdp; c += vpan * NP) {
+			int np = vpan > 1 && c + NP < hdp ? 2 : 1;
 			for (long x0 = 0; x0 < R; x0 += MR) {
 				int nr = R - x0 < MR ? (int)(R - x0) : MR;
 				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
-				K->pv(nr, st + x0 * kt, kt, vp + (c * a->np + c0) * NP, a->np * NP * NP, np, top,
-				      p->og + x0 * hdp + c, hdp, p->al + x0);
+				if (b16)
+					K16->pv(nr, p->pb + x0 * kt, kt, vp16 + (c * a->np + c0) * NP, vs, np, (top + 1) / 2 * 2,
+					        p->og + x0 * hdp + c, hdp, p->al + x0);
+				else
+					K->pv(nr, st + x0 * kt, kt, vp + (c * a->np + c0) * NP, vs, np, top,
+					      p->og + x0 * hdp + c, hdp, p->al + x0);
 			}
 		}
 	}

@@ -7,6 +7,8 @@
 
 #include "engine/attention.h"
 
+#include <stdint.h>
+
 
 #define KTILE 256   /* keys per tile: 32 x 7 rows x 256 floats = 224 KiB */
 #define PACK_MIN 24   /* rows (queries x group) from which keys are packed */
@@ -28,6 +30,9 @@ typedef struct attn_thread {
 	float *gcs;       /* [g, kcap + maxT] column sums */
 	double *cum;      /* [3, maxT + 1] a row's probabilities summed by class */
 	double *lost;     /* [mcap * 3] */
+	/* the bf16 mode (attn_set_compute) */
+	uint16_t *qb;     /* [g * qblock, hde] the block's queries in bf16 */
+	uint16_t *pb;     /* [g * qblock, kt] P~ of the current tile in bf16 */
 } attn_thread;
 
 struct ss_attn {
@@ -39,6 +44,11 @@ struct ss_attn {
 	attn_thread *th;
 	float *kp;        /* [Hkv, np, hd, NP] keys: kp[h][j/16][d][j%16] */
 	float *vp;        /* [Hkv, hdp / NP, np * NP, NP] values: [h][c/16][j][c%16] */
+	/* the bf16 mode: the packed tiles' products in bf16 (attn_kern16_body.h) */
+	ss_compute compute;
+	long hde;         /* hd rounded up to even */
+	uint16_t *kb;     /* [Hkv, np, hde / 2, NP, 2] keys: kb[h][j/16][d/2][j%16][d%2] */
+	uint16_t *vb;     /* [Hkv, hdp / NP, np * NP / 2, NP, 2] values: [h][c/16][j/2][c%16][j%2] */
 	/* the current run */
 	float *q;
 	const float *kc, *vc;
@@ -65,15 +75,25 @@ typedef struct attn_kops {
 	           const float *al);
 } attn_kops;
 extern const attn_kops attn_kops_c, attn_kops_avx2, attn_kops_avx512;
-/* The bf16 compute mode (issue 17: `--compute bf16`, QK^T and PV as bf16
- * dot products with f32 accumulation) is not here yet.  Its place: an
- * attn_kern_avx512bf16.c copy whose qk takes keys packed as bf16 pairs
- * ([16 keys][hd / 2][2], vdpbf16ps against the query broadcast as pairs)
- * and whose pv takes P~ rounded to bf16 against values packed the same
- * way, chosen by attn_kern() when the forward pass runs in bf16 and the
- * level is SS_ISA_AVX512BF16; recv keeps summing the f32 probabilities. */
-/* the copy for ss_cpu_isa() */
+/* the copy for ss_cpu_isa() (AVX512_BF16 adds nothing to the f32 tiles) */
 const attn_kops *attn_kern(void);
+/* The bf16 mode's tiles (attn_kern16_body.h): qk writes s[i][0..16 np) =
+ * scale q[i] . keys with q in bf16 pairs (q[i][2 hd2]) and keys packed as
+ * a->kb (hd2 * 32 apart); pv sets o[i][..] = al[i] o[i] + sum_{j<w} p[i][j]
+ * v[j] with p in bf16 and values packed as a->vb (vs apart), w even.
+ * Native vdpbf16ps at SS_ISA_AVX512BF16, emulated with the same rounding
+ * below it. */
+typedef struct attn_kops16 {
+	const char *name;   /* "bf16-c", "bf16-avx2", "bf16-avx512" (emulated), "bf16-avx512bf16" */
+	int qk_pan, pv_pan;
+	void (*qk)(int nr, const uint16_t *q, long hd2, const uint16_t *kp, int np, float *s, long lds, float scale);
+	void (*pv)(int nr, const uint16_t *p, long ldp, const uint16_t *v, long vs, int np, long w, float *o,
+	           long ldo, const float *al);
+	/* y[i] = x[i] rounded to bf16, nearest even, for i < n (finite x) */
+	void (*round)(const float *x, uint16_t *y, long n);
+} attn_kops16;
+extern const attn_kops16 attn_kops16_c, attn_kops16_avx2, attn_kops16_avx512, attn_kops16_avx512bf16;
+const attn_kops16 *attn_kern16(void);
 
 /* keys and values of every KV head packed into a->kp, a->vp (pool task) */
 void attn_pack_task(void *ctx, int tid, int nth);

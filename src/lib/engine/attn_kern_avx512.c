@@ -2,3 +2,7 @@
 #define AK(name) name##_avx512
 #define AK_NAME "avx512"
 #include "engine/attn_kern_body.h"
+/* the bf16 mode's tiles, emulated (attn_kern16_body.h) */
+#define AK16(name) name##_avx512
+#define AK16_NAME "bf16-avx512"
+#include "engine/attn_kern16_body.h"

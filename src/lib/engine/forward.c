@@ -190,7 +190,7 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 	             !(f->xe = ss_malloc_big((size_t)(B * f->D), 4, "expert inputs", e)) ||
 	             !(f->ye = ss_malloc_big((size_t)(B * f->D), 4, "expert outputs", e))))
 		goto fail;
-	if (attn_create(&f->attn, c, T, f->nth, QBLOCK, e) < 0)
+	if (attn_create(&f->attn, c, T, f->nth, QBLOCK, e) < 0 || attn_set_compute(f->attn, f->compute, e) < 0)
 		goto fail;
 	*out = f;
 	return 0;

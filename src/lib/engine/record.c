@@ -240,6 +240,7 @@ void rec_times_print(FILE *f, const char *prog, long T, long L, int threads, con
 	        prog, ft->linear, ft->linear_flop / 1e9, ft->linear_flop / ft->linear / 1e9, ft->attention,
 	        ft->attention_flop / 1e9, ft->attention_flop / ft->attention / 1e9, ft->convert, ft->rows,
 	        ft->pages, t->forward - fwd_times_parts(ft));
-	fprintf(f, "%s: kernels (%s): attention %s, rows %s, bf16/f16 rows %s\n", prog, ss_isa_name(ss_cpu_isa()),
-	        attn_kernels_name(), k_kernels_name(), st_conv_kernels_name());
+	fprintf(f, "%s: kernels (%s): attention %s (bf16 compute: %s), rows %s, bf16/f16 rows %s\n", prog,
+	        ss_isa_name(ss_cpu_isa()), attn_kernels_name(), attn_kernels16_name(), k_kernels_name(),
+	        st_conv_kernels_name());
 }
