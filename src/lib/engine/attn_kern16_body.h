@@ -11,7 +11,7 @@
  * values v[panel][w / 2][16][2] (panels vs apart), probabilities
  * p[row][ldp] with w even.  Per output element and pair, vdpbf16ps adds
  * the odd product, then the even one, each with one rounding (Intel's
- * definition; DAZ/FTZ, RNE).  The portable C and the AVX-512F copies
+ * definition; DAZ/FTZ, RNE).  The portable C, AVX2 and AVX-512F copies
  * (emulated: bf16 -> f32 is exact, so is the product, and an FMA of an
  * exact product rounds like the add) do the same in the same order, so
  * they give the same bits as vdpbf16ps for operands and partial sums
@@ -62,6 +62,83 @@ static void pv16_c1(int nr, const uint16_t *p, long ldp, const uint16_t *v, long
 			o[i * ldo + c] = acc;
 		}
 }
+
+#if defined __AVX2__ && !defined __AVX512F__
+#include <immintrin.h>
+/* the AVX2 emulation, one panel of 16 keys or columns (two vectors of 8):
+ * per pair all rows' odd products, then all rows' even ones (each
+ * element's order as vdpbf16ps's) */
+static inline __attribute__((always_inline)) void qk16_avx(const int nr, const uint16_t *q, long hd2,
+                                                           const uint16_t *kp, float *s, long lds, float scale)
+{
+	__m256 c0[MR], c1[MR];
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++)
+		c0[i] = c1[i] = _mm256_setzero_ps();
+	for (long d = 0; d < hd2; d++) {
+		__m256i b0 = _mm256_loadu_si256((const __m256i *)(kp + d * 2 * NP));
+		__m256i b1 = _mm256_loadu_si256((const __m256i *)(kp + d * 2 * NP + NP));
+		__m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(b0, hi)), o1 = _mm256_castsi256_ps(_mm256_and_si256(b1, hi));
+#pragma GCC unroll 6
+		for (int i = 0; i < nr; i++) {
+			__m256 x = _mm256_set1_ps(bf(q[i * 2 * hd2 + 2 * d + 1]));
+			c0[i] = _mm256_fmadd_ps(x, o0, c0[i]);
+			c1[i] = _mm256_fmadd_ps(x, o1, c1[i]);
+		}
+		__m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(b0, 16)), e1 = _mm256_castsi256_ps(_mm256_slli_epi32(b1, 16));
+#pragma GCC unroll 6
+		for (int i = 0; i < nr; i++) {
+			__m256 x = _mm256_set1_ps(bf(q[i * 2 * hd2 + 2 * d]));
+			c0[i] = _mm256_fmadd_ps(x, e0, c0[i]);
+			c1[i] = _mm256_fmadd_ps(x, e1, c1[i]);
+		}
+	}
+	__m256 sc = _mm256_set1_ps(scale);
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++) {
+		_mm256_storeu_ps(s + i * lds, _mm256_mul_ps(c0[i], sc));
+		_mm256_storeu_ps(s + i * lds + 8, _mm256_mul_ps(c1[i], sc));
+	}
+}
+
+static inline __attribute__((always_inline)) void pv16_avx(const int nr, const uint16_t *p, long ldp,
+                                                           const uint16_t *v, long w, float *o, long ldo,
+                                                           const float *al)
+{
+	__m256 c0[MR], c1[MR];
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++) {
+		__m256 f = _mm256_set1_ps(al[i]);
+		c0[i] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo), f);
+		c1[i] = _mm256_mul_ps(_mm256_loadu_ps(o + i * ldo + 8), f);
+	}
+	for (long j = 0; j < w / 2; j++) {
+		__m256i b0 = _mm256_loadu_si256((const __m256i *)(v + j * 2 * NP));
+		__m256i b1 = _mm256_loadu_si256((const __m256i *)(v + j * 2 * NP + NP));
+		__m256 o0 = _mm256_castsi256_ps(_mm256_and_si256(b0, hi)), o1 = _mm256_castsi256_ps(_mm256_and_si256(b1, hi));
+#pragma GCC unroll 6
+		for (int i = 0; i < nr; i++) {
+			__m256 x = _mm256_set1_ps(bf(p[i * ldp + 2 * j + 1]));
+			c0[i] = _mm256_fmadd_ps(x, o0, c0[i]);
+			c1[i] = _mm256_fmadd_ps(x, o1, c1[i]);
+		}
+		__m256 e0 = _mm256_castsi256_ps(_mm256_slli_epi32(b0, 16)), e1 = _mm256_castsi256_ps(_mm256_slli_epi32(b1, 16));
+#pragma GCC unroll 6
+		for (int i = 0; i < nr; i++) {
+			__m256 x = _mm256_set1_ps(bf(p[i * ldp + 2 * j]));
+			c0[i] = _mm256_fmadd_ps(x, e0, c0[i]);
+			c1[i] = _mm256_fmadd_ps(x, e1, c1[i]);
+		}
+	}
+#pragma GCC unroll 6
+	for (int i = 0; i < nr; i++) {
+		_mm256_storeu_ps(o + i * ldo, c0[i]);
+		_mm256_storeu_ps(o + i * ldo + 8, c1[i]);
+	}
+}
+#endif
 
 #ifdef __AVX512F__
 #ifdef __AVX512BF16__
@@ -167,6 +244,14 @@ static void AK16(round16)(const float *x, uint16_t *y, long n)
 		u = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
 		_mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
 	}
+#elif defined __AVX2__
+	const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+	for (; i + 16 <= n; i += 16) {
+		__m256i u = _mm256_loadu_si256((const __m256i *)(x + i)), t = _mm256_loadu_si256((const __m256i *)(x + i + 8));
+		u = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(half, _mm256_and_si256(_mm256_srli_epi32(u, 16), one))), 16);
+		t = _mm256_srli_epi32(_mm256_add_epi32(t, _mm256_add_epi32(half, _mm256_and_si256(_mm256_srli_epi32(t, 16), one))), 16);
+		_mm256_storeu_si256((__m256i *)(y + i), _mm256_permute4x64_epi64(_mm256_packus_epi32(u, t), 0xd8));
+	}
 #endif
 	for (; i < n; i++) {
 		uint32_t u;
@@ -184,8 +269,19 @@ static void AK16(qk16)(int nr, const uint16_t *q, long hd2, const uint16_t *kp, 
 	QK16_CASE(6) QK16_CASE(5) QK16_CASE(4) QK16_CASE(3) QK16_CASE(2) QK16_CASE(1)
 	}
 #endif
-	for (int k = 0; k < np; k++, kp += hd2 * 2 * NP, s += NP)
+	for (int k = 0; k < np; k++, kp += hd2 * 2 * NP, s += NP) {
+#if defined __AVX2__ && !defined __AVX512F__
+		switch (nr) {
+		case 6: qk16_avx(6, q, hd2, kp, s, lds, scale); continue;
+		case 5: qk16_avx(5, q, hd2, kp, s, lds, scale); continue;
+		case 4: qk16_avx(4, q, hd2, kp, s, lds, scale); continue;
+		case 3: qk16_avx(3, q, hd2, kp, s, lds, scale); continue;
+		case 2: qk16_avx(2, q, hd2, kp, s, lds, scale); continue;
+		case 1: qk16_avx(1, q, hd2, kp, s, lds, scale); continue;
+		}
+#endif
 		qk16_c1(nr, q, hd2, kp, s, lds, scale);
+	}
 }
 
 static void AK16(pv16)(int nr, const uint16_t *p, long ldp, const uint16_t *v, long vs, int np, long w, float *o,
@@ -196,8 +292,19 @@ static void AK16(pv16)(int nr, const uint16_t *p, long ldp, const uint16_t *v, l
 	PV16_CASE(6) PV16_CASE(5) PV16_CASE(4) PV16_CASE(3) PV16_CASE(2) PV16_CASE(1)
 	}
 #endif
-	for (int k = 0; k < np; k++, v += vs, o += NP)
+	for (int k = 0; k < np; k++, v += vs, o += NP) {
+#if defined __AVX2__ && !defined __AVX512F__
+		switch (nr) {
+		case 6: pv16_avx(6, p, ldp, v, w, o, ldo, al); continue;
+		case 5: pv16_avx(5, p, ldp, v, w, o, ldo, al); continue;
+		case 4: pv16_avx(4, p, ldp, v, w, o, ldo, al); continue;
+		case 3: pv16_avx(3, p, ldp, v, w, o, ldo, al); continue;
+		case 2: pv16_avx(2, p, ldp, v, w, o, ldo, al); continue;
+		case 1: pv16_avx(1, p, ldp, v, w, o, ldo, al); continue;
+		}
+#endif
 		pv16_c1(nr, p, ldp, v, w, o, ldo, al);
+	}
 }
 
 const attn_kops16 AK16(attn_kops16) = {
