@@ -23,6 +23,8 @@ static const char *model_dir, *ids_path, *out_path, *acts_opt, *layers_opt = "al
                   *max_mem_opt, *positions_opt = "refuse";
 static const char *text_path, *jsonl_path, *field_opt, *tok_path;
 static long threads = SS_THREADS_UNSET, index_opt, max_tokens;
+static const char *compute_opt = "f32";
+static ss_compute compute;
 static int timings, index_seen, no_bos, tokens_only;
 /* --generate (gen.h) */
 static long gen_n, gen_seed;
@@ -39,6 +41,7 @@ static const ss_opt opts[] = {
 	{"acts", 0, SS_OPT_STRING, &acts_opt, "LIST", "store resid,attn_out,mlp_in,mlp_out", NULL},
 	{"layers", 'l', SS_OPT_STRING, &layers_opt, "LIST", "layers of --acts, e.g. 0-10,20 (default all)", NULL},
 	SS_OPT_THREADS(threads),
+	SS_COMPUTE_OPT(compute_opt),
 	{"max-memory", 0, SS_OPT_STRING, &max_mem_opt, "SIZE", "refuse runs needing more (default 90% of RAM)", NULL},
 	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings (default refuse)", NULL},
 	{"timings", 0, SS_OPT_FLAG, &timings, NULL, "print times and tokens/s on stderr", NULL},
@@ -55,7 +58,7 @@ static const ss_prog prog = {
 	PROG,
 	"-m DIR (--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE) "
 	"[-o OUT.h5] [--tokenizer FILE] [--no-bos] [--max-tokens N] [--acts LIST] [--layers LIST] [-t N] "
-	"[--max-memory SIZE] [--positions warn|refuse] [--timings]\n"
+	"[--compute f32|bf16] [--max-memory SIZE] [--positions warn|refuse] [--timings]\n"
 	"--tokens-only (-m DIR | --tokenizer FILE) [--no-bos] "
 	"(--ids FILE | --text FILE | --jsonl FILE --field NAME [--index N] | FILE)\n"
 	"-m DIR (--text FILE | --jsonl FILE --field NAME --index N | --ids FILE | FILE) "
@@ -79,6 +82,8 @@ static int check_opts(int argc, char **argv, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--max-tokens: %ld is negative", max_tokens);
 	if (ss_opt_threads(&threads, e) < 0)
 		return -1;
+	if (mm_compute_parse(compute_opt, &compute) < 0)
+		return ss_err_status(e, SS_EXIT_USAGE, "--compute: expected f32 or bf16, not '%s'", compute_opt);
 	if (prompt_fmt_parse(prompt_fmt_opt, &prompt_fmt, e) < 0)
 		return -1;
 	if (prompt_fmt != SS_PF_RAW && ids_path)
@@ -180,7 +185,7 @@ static double gen_s;
  * whole sequence, *n_new the continuation's length. */
 static int generate(const ss_model *M, ss_seq *q, const tok *tk, long *n_new, ss_err *e)
 {
-	ss_dec_opts o = {.threads = (int)threads};
+	ss_dec_opts o = {.threads = (int)threads, .compute = compute};
 	if (kv_dtype_parse(gen_kv, &o.kv_dtype, e) < 0)
 		return -1;
 	/* every layer's f32 weights kept when they fit easily: decoding then
@@ -286,6 +291,7 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 	ss_rec_times times;
 	if (!(cmd = ss_command_line(argc, argv, e)) ||
 	    rec_trace_init(&tr, M, q->ids, T, pieces, q->name, model_dir, PROG " " SS_VERSION, cmd, e) < 0 ||
+	    !(tr.meta.compute = ss_strdup(mm_compute_name(compute), e)) ||
 	    h5_create(&h5, to_stdout ? "-" : opath, e) < 0)
 		goto done;
 	if (gen_rec) {   /* the statistics of the generation itself */
@@ -293,7 +299,7 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 		               NULL, NULL};
 		if (gst_fill(&gen_st, T, &st, e) < 0)
 			goto done;
-	} else if (rec_run(M, q->ids, T, (int)threads, &acts, &tr, h5, PROG, &times, e) < 0) {
+	} else if (rec_run(M, q->ids, T, (int)threads, compute, &acts, &tr, h5, PROG, &times, e) < 0) {
 		goto done;
 	}
 	double t1 = ss_now();

@@ -22,6 +22,8 @@ static const char *model_dir, *ids_path, *text_path, *jsonl_path, *field_opt, *t
 static const char *policies_opt = "full,window,streaming,sinks,heavy,random", *budgets_opt = "64,128,256";
 static const char *episodes_path, *per_layer_path, *masks_path;
 static long index_opt, threads = SS_THREADS_UNSET, first_opt = 4, seed_opt;
+static const char *compute_opt = "f32";
+static ss_compute compute;
 static int index_seen, no_bos;
 static ss_sink_params sp;
 static const ss_opt opts[] = {
@@ -38,6 +40,7 @@ static const ss_opt opts[] = {
 	{"masks", 0, SS_OPT_STRING, &masks_path, "FILE", "also write every query's visible keys to FILE", NULL},
 	{"output", 'o', SS_OPT_STRING, &out_path, "FILE", "the totals (default stdout)", NULL},
 	SS_OPT_THREADS(threads),
+	SS_COMPUTE_OPT(compute_opt),
 	{0},
 };
 static const ss_prog prog = {
@@ -106,6 +109,8 @@ static int check_opts(int argc, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--first: %ld is negative", first_opt);
 	if (ss_opt_threads(&threads, e) < 0)
 		return -1;
+	if (mm_compute_parse(compute_opt, &compute) < 0)
+		return ss_err_status(e, SS_EXIT_USAGE, "--compute: expected f32 or bf16, not '%s'", compute_opt);
 	if (!(sp.tau_cos > -1 && sp.tau_cos < 1))
 		return ss_err_status(e, SS_EXIT_USAGE, "--tau-cos: %g outside (-1, 1)", sp.tau_cos);
 	if (!(sp.tau_norm > 0))
@@ -232,7 +237,7 @@ static int run(int argc, char **argv, int opi, ss_err *e)
 	prog_ctx pc;
 	ss_progress_start(&pc.p, PROG);
 	kv_opts o = {.first = first_opt, .seed = (uint64_t)seed_opt, .sp = sp, .eps = eps, .n_eps = n_eps,
-	             .per_layer = !!per_layer_path, .masks = !!masks_path, .threads = (int)threads,
+	             .per_layer = !!per_layer_path, .masks = !!masks_path, .threads = (int)threads, .compute = compute,
 	             .progress = on_progress, .progress_ctx = &pc};
 	int r = kv_run(&M, ids, T, pairs, n_pairs, &o, &res, e);
 	ss_progress_end(&pc.p);

@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 	float *x = NULL, *res = NULL;
 	unsigned char *done_l = NULL;
 	int rc = SS_EXIT_FAIL;
-	ss_dec_opts dopt = {.threads = (int)c.threads};
+	ss_dec_opts dopt = {.threads = (int)c.threads, .compute = c.compute};
 	if (model_load(&m, c.model_dir, &e) < 0 || h5_open(&h5, argv[first], &e) < 0 ||
 	    trace_read_h5(h5, &tr, &e) < 0 || swap_check_model(&tr, &m, &e) < 0 ||
 	    swap_targets_read(argv[first + 1], tr.name, tr.T, tr.L, &tg, &n_tg, &e) < 0)

@@ -57,6 +57,7 @@ int main(int argc, char **argv)
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	}
 	o.dec.threads = (int)c.threads;
+	o.dec.compute = c.compute;
 	o.classes = c.classes;
 	o.sp = c.sp;
 

@@ -3,8 +3,9 @@
 
     hf_ref.py -m MODEL_DIR --ids FILE -o OUT.h5     stats + all activations
     hf_ref.py -m MODEL_DIR --greedy N [--ids FILE]  greedy ids on stdout
-    hf_ref.py --batch FILE       lines "MODEL_DIR IDS_FILE OUT.h5": one torch
-                                 start-up for many models
+    hf_ref.py --batch FILE       lines "MODEL_DIR IDS_FILE OUT.h5 [f32|bf16]":
+                                 one torch start-up for many models
+    --compute bf16               the engine's bf16 mode (see mm below)
 
 Follows Hugging Face transformers' modeling code for LlamaForCausalLM,
 MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM
@@ -125,6 +126,23 @@ class Used(dict):
         return sorted(set(self.keys()) - self.seen)
 
 
+# --compute bf16: the engine's bf16 mode (actdump --compute bf16): each
+# projection's input and weight rounded to bf16 (f32 first, then round to
+# nearest even, as the engine rounds its f32 activations; bf16 weights are
+# exact), the product of those rounded values accumulated in float64 (the
+# engine: f32); norms, RoPE, attention, softmax and the lm_head as in f32
+# mode.  mm(x, W) is every projection x @ W.
+MM_BF16 = False
+
+
+def bfr(t):
+    return t.to(torch.float32).to(torch.bfloat16).to(t.dtype) if MM_BF16 else t
+
+
+def mm(x, wt):
+    return bfr(x) @ bfr(wt)
+
+
 def rms(x, w, eps):
     return w * (x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
@@ -224,7 +242,7 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=No
         return rms(x, w[name + ".weight"], eps)
 
     def lin(x, name, bias=False):
-        y = x @ w[name + ".weight"].T
+        y = mm(x, w[name + ".weight"].T)
         return y + w[name + ".bias"] if bias else y
 
     # RoPE tables (global; Gemma 3's local layers get their own base)
@@ -282,7 +300,7 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=No
         # attention
         if gpt2:
             x = norm(h, p + "ln_1")
-            qkv = x @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+            qkv = mm(x, w[p + "attn.c_attn.weight"]) + w[p + "attn.c_attn.bias"]
             q, k, v = qkv.split(d, -1)
         elif neox:
             x = norm(h, p + "input_layernorm")
@@ -325,7 +343,7 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=No
             attn_hook(l + 1, A)
         o = (A @ v).transpose(0, 1).reshape(T, H * hd)
         if gpt2:
-            a = o @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+            a = mm(o, w[p + "attn.c_proj.weight"]) + w[p + "attn.c_proj.bias"]
         elif neox:
             a = lin(o, p + "attention.dense", g("attention_bias", True))
         else:
@@ -348,7 +366,7 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=No
             x2 = norm(mid, p + "post_attention_layernorm")
         x2 = edit(l + 1, "mlp_in", x2)
         if gpt2:
-            m = act(x2 @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]) @ w[p + "mlp.c_proj.weight"] \
+            m = mm(act(mm(x2, w[p + "mlp.c_fc.weight"]) + w[p + "mlp.c_fc.bias"]), w[p + "mlp.c_proj.weight"]) \
                 + w[p + "mlp.c_proj.bias"]
         elif neox:
             m = lin(act(lin(x2, p + "mlp.dense_h_to_4h", True)), p + "mlp.dense_4h_to_h", True)
@@ -477,13 +495,13 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
         p = "model.layers.%d." % l
         x = rms(h, w[p + "input_layernorm.weight"], eps)
         if arch == "Phi3ForCausalLM":
-            qkv = x @ w[p + "self_attn.qkv_proj.weight"].T
+            qkv = mm(x, w[p + "self_attn.qkv_proj.weight"].T)
             qp = H * hd
             q, k, v = qkv[:, :qp], qkv[:, qp:qp + KV * hd], qkv[:, qp + KV * hd:]
         else:
-            q = x @ w[p + "self_attn.q_proj.weight"].T
-            k = x @ w[p + "self_attn.k_proj.weight"].T
-            v = x @ w[p + "self_attn.v_proj.weight"].T
+            q = mm(x, w[p + "self_attn.q_proj.weight"].T)
+            k = mm(x, w[p + "self_attn.k_proj.weight"].T)
+            v = mm(x, w[p + "self_attn.v_proj.weight"].T)
             if qkv_bias:
                 q = q + w[p + "self_attn.q_proj.bias"]
                 k = k + w[p + "self_attn.k_proj.bias"]
@@ -508,7 +526,7 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
         if attn_hook is not None:
             attn_hook(l + 1, A)
         o = (A @ v).transpose(0, 1).reshape(T, H * hd)
-        a = o @ w[p + "self_attn.o_proj.weight"].T
+        a = mm(o, w[p + "self_attn.o_proj.weight"].T)
         if o_bias:
             a = a + w[p + "self_attn.o_proj.bias"]
         a = edit(l + 1, "attn_out", a)
@@ -517,15 +535,15 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
         mid = h + a
         x2 = edit(l + 1, "mlp_in", rms(mid, w[p + "post_attention_layernorm.weight"], eps))
         if arch == "Phi3ForCausalLM":
-            gu = x2 @ w[p + "mlp.gate_up_proj.weight"].T
+            gu = mm(x2, w[p + "mlp.gate_up_proj.weight"].T)
             g, u = gu.chunk(2, -1)
         else:
-            g = x2 @ w[p + "mlp.gate_proj.weight"].T
-            u = x2 @ w[p + "mlp.up_proj.weight"].T
+            g = mm(x2, w[p + "mlp.gate_proj.weight"].T)
+            u = mm(x2, w[p + "mlp.up_proj.weight"].T)
             if mlp_bias:
                 g = g + w[p + "mlp.gate_proj.bias"]
                 u = u + w[p + "mlp.up_proj.bias"]
-        m = (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
+        m = mm(torch.nn.functional.silu(g) * u, w[p + "mlp.down_proj.weight"].T)
         if mlp_bias:
             m = m + w[p + "mlp.down_proj.bias"]
         m = edit(l + 1, "mlp_out", m)
@@ -606,11 +624,17 @@ def main():
     ap.add_argument("--no-acts", action="store_true")
     ap.add_argument("--hf-last-norm", action="store_true")
     ap.add_argument("--f32", action="store_true", help="compute in float32 (to size tolerances)")
+    ap.add_argument("--compute", choices=("f32", "bf16"), default="f32",
+                    help="bf16: the projections of the engine's bf16 mode (mm above)")
     a = ap.parse_args()
+    global MM_BF16
+    MM_BF16 = a.compute == "bf16"
     if a.batch:
         for line in open(a.batch):
             if line.strip():
-                md, idf, o = line.split()
+                f = line.split()   # MODEL_DIR IDS_FILE OUT.h5 [f32|bf16]
+                md, idf, o = f[:3]
+                MM_BF16 = len(f) > 3 and f[3] == "bf16"
                 cfg, w = load(md)
                 ids = read_ids(idf)
                 write_h5(o, md, cfg, ids, forward(cfg, w, ids))

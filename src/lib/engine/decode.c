@@ -69,7 +69,7 @@ int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_
 	const ss_config *c = &m->c;
 	*d = (ss_dec){.m = m, .cap = cap, .hook = o->hook, .hook_ctx = o->hook_ctx};
 	long kvd = c->n_kv_heads * c->head_dim;
-	ss_fwd_opts fo = {.threads = o->threads, .block = o->block, .hook = dec_hook, .hook_ctx = d,
+	ss_fwd_opts fo = {.threads = o->threads, .compute = o->compute, .block = o->block, .hook = dec_hook, .hook_ctx = d,
 	                  .kv = dec_kv, .kv_ctx = d, .resident = o->resident,
 	                  .resident_f32 = o->resident_f32};
 	if (kv_init(&d->kv, c->n_layers, cap, c->n_kv_heads, c->head_dim, o->kv_dtype, e) < 0)

@@ -48,6 +48,7 @@ typedef struct ss_dec_opts {
 	int resident;         /* keep every layer's weights (fast decoding: bf16
 	                         for a bf16 model, else f32; see dec_resident_bytes) */
 	int resident_f32;     /* ... in f32 whatever the dtype (benchmarks) */
+	ss_compute compute;   /* the matrix products' precision (matmul.h; 0: f32) */
 	ss_hook_fn hook;      /* optional observer/intervener after the interventions */
 	void *hook_ctx;
 } ss_dec_opts;

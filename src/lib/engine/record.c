@@ -184,14 +184,15 @@ static double cpu_seconds(void)
 	       (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
-int rec_run(const ss_model *M, const int32_t *ids, long T, int threads, ss_rec_acts *a,
+int rec_run(const ss_model *M, const int32_t *ids, long T, int threads, ss_compute compute,
+            ss_rec_acts *a,
             ss_trace *tr, ss_h5 *h5, const char *prog, ss_rec_times *times, ss_err *e)
 {
 	if (a->n_on && acts_open(a, h5, T, M->c.dim, e) < 0)
 		return -1;
 	prog_ctx pc = {.T = T, .prog = prog};
 	ss_progress_start(&pc.p, prog);
-	ss_fwd_opts fo = {.threads = threads, .hook = a->n_on ? capture_hook : NULL, .hook_ctx = a,
+	ss_fwd_opts fo = {.threads = threads, .compute = compute, .hook = a->n_on ? capture_hook : NULL, .hook_ctx = a,
 	                  .progress = on_layer, .progress_ctx = &pc};
 	double t0 = ss_now(), c0 = cpu_seconds();
 	ss_fwd *fwd = NULL;

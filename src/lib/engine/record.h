@@ -74,7 +74,8 @@ typedef struct ss_rec_times {
  * of experts also each token's experts and router weights, allocated here),
  * the activations into h5 layer by layer.  Progress on stderr (a terminal) as "PROG: layer
  * l/L".  times may be NULL. */
-int rec_run(const ss_model *M, const int32_t *ids, long T, int threads, ss_rec_acts *a,
+int rec_run(const ss_model *M, const int32_t *ids, long T, int threads, ss_compute compute,
+            ss_rec_acts *a,
             ss_trace *tr, ss_h5 *h5, const char *prog, ss_rec_times *times, ss_err *e);
 
 /* Two lines on f: tokens, layers, threads, the forward pass's wall time and

@@ -11,6 +11,7 @@
 #include "sinks/sinks.h"
 #include "util/err.h"
 #include "util/opt.h"
+#include "engine/matmul.h"
 
 typedef struct ss_interv_cli {
 	const char *model_dir; /* -m DIR (required) */
@@ -19,6 +20,8 @@ typedef struct ss_interv_cli {
 	ss_sink_params sp;     /* --tau-cos, --tau-norm */
 	long threads;          /* -t N (SS_THREADS_UNSET = all CPUs) */
 	unsigned classes;      /* parsed --classes (tokclass.h mask) */
+	const char *compute_s; /* --compute f32|bf16 (default f32) */
+	ss_compute compute;    /* parsed --compute */
 } ss_interv_cli;
 
 /* Defaults: stdout, classes space,punct,digit, the default sink rule, all
@@ -31,10 +34,11 @@ void interv_cli_default(ss_interv_cli *c);
 	{"classes", 0, SS_OPT_STRING, &(c).classes_s, "LIST", "control token classes (default space,punct,digit)", NULL}, \
 	{"tau-cos", 'c', SS_OPT_DOUBLE, &(c).sp.tau_cos, "X", "sink rule: cosine threshold (0.95)", NULL},       \
 	{"tau-norm", 'n', SS_OPT_DOUBLE, &(c).sp.tau_norm, "X", "sink rule: norm over the layer median (5)", NULL}, \
-	SS_OPT_THREADS((c).threads)
+	SS_OPT_THREADS((c).threads),                                                                         \
+	SS_COMPUTE_OPT((c).compute_s)
 
 /* Usage checks before any data is read: -m given, `operands` == 2
- * (TRACE.h5 EPISODES.tsv), threads, the sink rule and --classes.  Errors
+ * (TRACE.h5 EPISODES.tsv), threads, --compute, the sink rule and --classes.  Errors
  * have status SS_EXIT_USAGE and name the option. */
 int interv_cli_check(ss_interv_cli *c, int operands, ss_err *e);
 

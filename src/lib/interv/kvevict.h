@@ -46,6 +46,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "util/err.h"
+#include "engine/matmul.h"
 #include "engine/model.h"
 #include "sinks/sinks.h"
 
@@ -82,6 +83,7 @@ typedef struct kv_opts {
 	int per_layer;           /* measure the mass lost per layer (one more full pass) */
 	int masks;               /* keep every selection (kv_masks_write) */
 	int threads;
+	ss_compute compute;      /* the matrix products' precision (matmul.h; 0: f32) */
 	void (*progress)(void *ctx, int pass, int n_pass, int layer, int n_layers);
 	void *progress_ctx;
 } kv_opts;

@@ -177,7 +177,7 @@ int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, 
 		if (!(hp[p] = ss_malloc_big((size_t)(T * D), 4, "hidden states", e)))
 			goto done;
 	}
-	ss_fwd_opts fo = {.threads = o->threads, .keep_head = 1, .select = kv_select, .select_ctx = &c, .progress = kv_on_layer,
+	ss_fwd_opts fo = {.threads = o->threads, .compute = o->compute, .keep_head = 1, .select = kv_select, .select_ctx = &c, .progress = kv_on_layer,
 	                  .progress_ctx = &c};
 	if (fwd_create(&f, m, &fo, T, e) < 0)
 		goto done;

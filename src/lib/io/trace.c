@@ -21,6 +21,7 @@ static void meta_free(ss_meta *m)
 	free(m->weight_dtype);
 	free(m->generator);
 	free(m->command);
+	free(m->compute);
 }
 
 void trace_free(ss_trace *tr)
@@ -187,7 +188,8 @@ static int read_h5(ss_h5 *f, ss_trace *tr, ss_err *e)
 		return -1;
 	if (opt_str(f, "model", &m->model, e) || opt_str(f, "architecture", &m->architecture, e) ||
 	    opt_str(f, "weight_dtype", &m->weight_dtype, e) ||
-	    opt_str(f, "generator", &m->generator, e) || opt_str(f, "command", &m->command, e))
+	    opt_str(f, "generator", &m->generator, e) || opt_str(f, "command", &m->command, e) ||
+	    opt_str(f, "compute", &m->compute, e))
 		return -1;
 	if (m->n_layers < 1 || m->n_layers > 100000)
 		return ss_err_set(e, "%s:/: n_layers %ld out of range", fn, m->n_layers);
@@ -267,7 +269,8 @@ int trace_write_h5(ss_h5 *f, const ss_trace *tr, ss_err *e)
 	    h5_set_attr_int(f, "/", "head_dim", m->head_dim, e) ||
 	    h5_set_attr_str(f, "/", "weight_dtype", nz(m->weight_dtype), e) ||
 	    h5_set_attr_str(f, "/", "generator", nz(m->generator), e) ||
-	    h5_set_attr_str(f, "/", "command", nz(m->command), e))
+	    h5_set_attr_str(f, "/", "command", nz(m->command), e) ||
+	    (m->compute && h5_set_attr_str(f, "/", "compute", m->compute, e)))
 		return -1;
 	size_t T = (size_t)tr->T, L = (size_t)tr->L, H = (size_t)tr->H;
 	size_t d0[1] = {T}, d2[2] = {L + 1, T}, d1[2] = {L, T}, d3[3] = {L, H, T};

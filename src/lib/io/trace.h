@@ -32,6 +32,8 @@ typedef struct ss_meta {
 	char *weight_dtype;    /* "bf16", "f16", "f32" */
 	char *generator;       /* "actdump 1.0.0" */
 	char *command;         /* command line that made the file */
+	char *compute;         /* "f32" or "bf16": the forward pass's matrix products
+	                          (actdump --compute); NULL: not recorded */
 	long n_layers, d_model, n_heads, n_kv_heads, head_dim;
 } ss_meta;
 
