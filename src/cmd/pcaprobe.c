@@ -66,7 +66,8 @@ int main(int argc, char **argv)
 	const ss_opt opts[] = {
 		INTERV_CLI_OPTS(c),
 		{"layer", 0, SS_OPT_INT, &layer, "N", "l_start to probe (default: every l_start of the table)", NULL},
-		{"components", 0, SS_OPT_INT, &ncomp, "K", "principal components (default 8)", NULL},
+		{"n-components", 0, SS_OPT_INT, &ncomp, "K", "principal components (default 8)", NULL},
+		{"components", 0, SS_OPT_RENAMED, NULL, "n-components", "a count; --components is a list of components in swapexp", NULL},
 		{"alphas", 'a', SS_OPT_STRING, &alphas_s, "LIST", "A:B:STEP or a list, in standard deviations (-4:4:1)", NULL},
 		{"fit", 0, SS_OPT_STRING, &fit_s, "SET", "positions fitted: all or nonsink (default all)", NULL},
 		{"per-sink", 0, SS_OPT_FLAG, &per_sink, NULL, "print the per-sink split instead", NULL},
@@ -86,7 +87,7 @@ int main(int argc, char **argv)
 	if (interv_cli_check(&c, argc - first, &e) < 0)
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	if (ncomp < 1)
-		ss_err_status(&e, SS_EXIT_USAGE, "--components: %ld must be at least 1", ncomp);
+		ss_err_status(&e, SS_EXIT_USAGE, "--n-components: %ld must be at least 1", ncomp);
 	else if (!fit_nonsink && strcmp(fit_s, "all"))
 		ss_err_status(&e, SS_EXIT_USAGE, "--fit: expected all or nonsink, got '%s'", fit_s);
 	if (e.status || parse_alphas(alphas_s, &alpha, &n_alpha, &e) < 0)

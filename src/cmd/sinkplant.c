@@ -15,7 +15,8 @@ int main(int argc, char **argv)
 	plant_defaults(&p);
 	const char *out = NULL, *truth = NULL;
 	const ss_opt opts[] = {
-		{"layers", 0, SS_OPT_INT, &p.layers, "N", "number of layers (32)", NULL},
+		{"n-layers", 0, SS_OPT_INT, &p.layers, "N", "number of layers (32)", NULL},
+		{"layers", 0, SS_OPT_RENAMED, NULL, "n-layers", "a count; --layers is a layer list elsewhere", NULL},
 		{"tokens", 0, SS_OPT_INT, &p.tokens, "N", "number of tokens (4096)", NULL},
 		{"heads", 0, SS_OPT_INT, &p.heads, "N", "number of heads (8)", NULL},
 		{"d-model", 0, SS_OPT_INT, &p.d_model, "N", "d_model attribute (64)", NULL},

@@ -10,7 +10,7 @@ d=$SS_BUILD/bench/sinkdetect
 mkdir -p "$d"
 f=$d/L64_T32768_H40.h5
 if [ ! -s "$f" ]; then
-	"$SS_BIN/sinkplant" --layers 64 --tokens 32768 --heads 40 --levels 20:4,20:12,34:6 --per-level 2000 \
+	"$SS_BIN/sinkplant" --n-layers 64 --tokens 32768 --heads 40 --levels 20:4,20:12,34:6 --per-level 2000 \
 		--distractors 200 -o "$f" || exit 1
 fi
 stats_mb=$(/usr/bin/python3 -c '

@@ -39,6 +39,6 @@ t_eq "not a terminal, a small run: nothing on stderr" "" "$(cat quiet.err)"
 t_fails "--layers -3: printed as -3" 2 "^actdump: --layers: layer -3 outside 0-[0-9]+$" actdump -m "$S" --layers -3 -o x.h5 short.txt
 t_fails "--layers 5-2: a reversed range" 2 "^actdump: --layers: layer range 5-2 is reversed \(write 2-5\)$" actdump -m "$S" --layers 5-2 -o x.h5 short.txt
 t_fails "--layers 3-99: outside" 2 "^actdump: --layers: layer range 3-99 outside 0-[0-9]+$" actdump -m "$S" --layers 3-99 -o x.h5 short.txt
-sinkplant --layers 12 --tokens 64 --heads 2 --levels 4:3 --per-level 3 --distractors 1 -o p.h5 2>/dev/null
+sinkplant --n-layers 12 --tokens 64 --heads 2 --levels 4:3 --per-level 3 --distractors 1 -o p.h5 2>/dev/null
 t_fails "sinkdetect -l 13: one layer, printed as 13" 1 "layer 13: outside the trace's layers 1-12$" sinkdetect -l 13 p.h5
 t_done

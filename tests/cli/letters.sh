@@ -22,11 +22,10 @@ t_eq "each letter has one long option in every program" "" \
 	"$(awk '$2 != "-" {print $2, $3}' all | sort -u | awk '{c[$1]++} c[$1] > 1' )"
 t_eq "each letter a program uses is in sinkscope(7) with that long option" "" \
 	"$(awk 'NR==FNR {t[$1] = $2; next} $2 != "-" && t[$2] != $3 {print $1, $2, $3}' table all)"
-# sinkplant --layers is a count of layers, not a layer list: no -l
 t_eq "an option of the table has its letter in every program" "" \
-	"$(awk 'NR==FNR {t[$2] = $1; next} $2 == "-" && ($3 in t) && !($1 == "sinkplant" && $3 == "--layers") {print $1, $3}' table all)"
+	"$(awk 'NR==FNR {t[$2] = $1; next} $2 == "-" && ($3 in t) {print $1, $3}' table all)"
 t_eq "the old letters are gone (sinkdetect -s -m, sinklevels -t, tsne -j -l -n, swapexp -c -s)" "" \
-	"$(grep -E '^(sinkdetect -s --summary|sinkdetect -m --min-lifetime|sinklevels -. --(fit|assign|tol|min-count)|tsne -j --threads|tsne -l --layer|tsne -n --iter|tsne -L --labels|swapexp -c --components|swapexp -s --summary|pcaprobe -l --layer|pcaprobe -k --components|sinkplant -. --(layers|tokens|heads))$' all)"
+	"$(grep -E '^(sinkdetect -s --summary|sinkdetect -m --min-lifetime|sinklevels -. --(fit|assign|tol|min-count)|tsne -j --threads|tsne -l --layer|tsne -n --iter|tsne -L --labels|swapexp -c --components|swapexp -s --summary|pcaprobe -l --layer|pcaprobe -k --(n-)?components|sinkplant -. --(n-layers|layers|tokens|heads))$' all)"
 
 # threads: 0 and 10000 are usage errors before any input is read (the
 # inputs here do not exist: a status 1 would mean they were opened)
@@ -53,7 +52,7 @@ t_fails "tsne --perplexity 0" 2 "^tsne: --perplexity: must be positive$" tsne --
 t_fails "tsne --iter 0" 2 "^tsne: --iter: must be at least 1$" tsne --iter 0 no.h5:/acts/resid
 t_fails "tsne --knn 0" 2 "^tsne: --knn: must be at least 1$" tsne --knn 0 no.h5:/acts/resid
 t_fails "tsne --classes bad" 2 "^tsne: --classes: " tsne --classes bad no.h5:/acts/resid
-t_fails "pcaprobe --components 0" 2 "^pcaprobe: --components: 0 must be at least 1$" pcaprobe -m M --components 0 a.h5 b.tsv
+t_fails "pcaprobe --n-components 0" 2 "^pcaprobe: --n-components: 0 must be at least 1$" pcaprobe -m M --n-components 0 a.h5 b.tsv
 t_fails "pcaprobe --fit x" 2 "^pcaprobe: --fit: expected all or nonsink" pcaprobe -m M --fit x a.h5 b.tsv
 t_fails "pcaprobe --classes x" 2 "^pcaprobe: --classes: " pcaprobe -m M --classes x a.h5 b.tsv
 t_fails "pcaprobe -c 2" 2 "^pcaprobe: --tau-cos: 2 outside" pcaprobe -m M -c 2 a.h5 b.tsv

@@ -24,7 +24,7 @@ out=$(actdump --tokens-only -m "$S" --text empty.txt 2>&1); rc=$?
 t_eq "actdump --tokens-only on an empty text: exit 0, the header alone" "0 $(printf 'i\tid\tpiece')" "$rc $out"
 out=$(actdump --tokens-only -m "$S" --text - </dev/null 2>&1); rc=$?
 t_eq "actdump --tokens-only on empty stdin: exit 0, the header alone" "0 $(printf 'i\tid\tpiece')" "$rc $out"
-sinkplant --layers 4 --tokens 64 --heads 2 --levels 2:2 --per-level 5 --distractors 2 -o p.h5 2>/dev/null
+sinkplant --n-layers 4 --tokens 64 --heads 2 --levels 2:2 --per-level 5 --distractors 2 -o p.h5 2>/dev/null
 sinkdetect p.h5 >eps.tsv 2>/dev/null
 T_OUT=$TMP/scan.h5 t_fails "tsne --scan -o: a usage error naming --output" 2 '^tsne: --output: not with --scan' \
 	tsne --scan 1-2 --labels eps.tsv -o scan.h5 nosuch.h5:/acts/resid

@@ -38,7 +38,7 @@ run() {
 	actdump) actdump -m org --text "$d/text.txt" -o "$o" ;;
 	actdump-text-out) actdump -m org --text "$d/short.txt" --generate 3 --text-out "$o" -o "$d/gen.h5" ;;
 	sinkdetect) sinkdetect -o "$o" "$d/t.h5" >/dev/null ;;
-	pcaprobe) pcaprobe -m org --layer "$LS" --components 2 -o "$o" "$d/t.h5" "$d/eps.tsv" ;;
+	pcaprobe) pcaprobe -m org --layer "$LS" --n-components 2 -o "$o" "$d/t.h5" "$d/eps.tsv" ;;
 	swapexp) swapexp -m org -w 2 -o "$o" "$d/t.h5" "$d/eps.tsv" ;;
 	tsne) tsne --layer "$LS" --iter 100 --exag-iter 50 -q -o "$o" "$d/t.h5:/acts/resid" ;;
 	esac

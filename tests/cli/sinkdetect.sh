@@ -36,7 +36,7 @@ t_ok "--tokens with no episode: no level columns, no sinks, no episodes" awk -F"
 
 for n in 1 6; do
 	if [ $n = 1 ]; then lv=16:6; else lv=8:3,8:9,14:5,20:4,20:12,26:3; fi
-	"$PLANT" --layers 40 --tokens 4096 --heads 4 --levels $lv --per-level 150 --seed $n -o p$n.h5 --truth t$n.tsv
+	"$PLANT" --n-layers 40 --tokens 4096 --heads 4 --levels $lv --per-level 150 --seed $n -o p$n.h5 --truth t$n.tsv
 	sinkdetect p$n.h5 >d$n.tsv
 	t_eq "$n level(s), L=40: exact recovery" "" "$(diff <(key_truth t$n.tsv) <(key_det d$n.tsv) | head -5)"
 done

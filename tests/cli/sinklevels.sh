@@ -38,11 +38,11 @@ check() { # name levels plant-args...
 	if within5 "$sl" "$SL"; then t_pass "$name: lifetime slope $sl within 5% of $SL"; else t_fail "$name: lifetime slope $sl within 5% of $SL"; fi
 }
 SS=0.02 SL=4
-check one 24:6 --layers 40 --tokens 4096 --heads 4 --levels 24:6 --per-level 400 --seed 11
-check three 12:4,12:10,18:6 --layers 32 --tokens 4096 --heads 4 --levels 12:4,12:10,18:6 --per-level 400 --seed 12
-check six 8:3,8:9,14:5,20:4,20:12,26:3 --layers 40 --tokens 8192 --heads 4 --levels 8:3,8:9,14:5,20:4,20:12,26:3 --per-level 400 --seed 13
+check one 24:6 --n-layers 40 --tokens 4096 --heads 4 --levels 24:6 --per-level 400 --seed 11
+check three 12:4,12:10,18:6 --n-layers 32 --tokens 4096 --heads 4 --levels 12:4,12:10,18:6 --per-level 400 --seed 12
+check six 8:3,8:9,14:5,20:4,20:12,26:3 --n-layers 40 --tokens 8192 --heads 4 --levels 8:3,8:9,14:5,20:4,20:12,26:3 --per-level 400 --seed 13
 SS=0.05 SL=2.5
-check slopes 10:3,10:8,16:5 --layers 32 --tokens 4096 --heads 4 --levels 10:3,10:8,16:5 --per-level 400 --slope-score 0.05 --slope-life 2.5 --seed 14
+check slopes 10:3,10:8,16:5 --n-layers 32 --tokens 4096 --heads 4 --levels 10:3,10:8,16:5 --per-level 400 --slope-score 0.05 --slope-life 2.5 --seed 14
 t_eq "header columns" "level l_start lifetime count share mlp_norm_median score_mean" "$(head -1 three.lv | cut -f1-7 | tr '\t' ' ')"
 t_eq "fit header" "scope y slope intercept r n" "$(head -1 three.fit | tr '\t' ' ')"
 t_eq "fit rows: all and each level, both y" "all:score_start all:lifetime level1:score_start level1:lifetime level2:score_start level2:lifetime level3:score_start level3:lifetime" \

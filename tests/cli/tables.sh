@@ -33,16 +33,16 @@ sinklevels --min-count 1 eps.tsv >levels.tsv
 sinklevels --fit --min-count 1 eps.tsv >fit.tsv
 sinklevels --assign --min-count 1 eps.tsv >assign.tsv
 t_match "the episodes include sinks on quote tokens" '"' "$(awk -F'\t' 'NR>1 && $5=="secondary" {print $4}' eps.tsv | sort -u | xargs -0)"
-pcaprobe -m org -t 2 --components 2 --per-sink 'q"t.h5' eps.tsv >pca.persink.tsv 2>pc.err || t_fail "pcaprobe" "$(cat pc.err)"
+pcaprobe -m org -t 2 --n-components 2 --per-sink 'q"t.h5' eps.tsv >pca.persink.tsv 2>pc.err || t_fail "pcaprobe" "$(cat pc.err)"
 swapexp -m org -t 2 -w 2 'q"t.h5' eps.tsv >swap.tsv 2>sw.err || t_fail "swapexp" "$(cat sw.err)"
 kvevict -m org -t 2 --budgets 8 --per-layer kvl.tsv 'q"t.txt' >kv.tsv 2>kv.err || t_fail "kvevict" "$(cat kv.err)"
 tsne -q -t 2 --iter 100 --exag-iter 50 --perplexity 5 --layer 10 --labels eps.tsv 'q"t.h5:/acts/resid' >tsne.tsv 2>ts.err ||
 	t_fail "tsne" "$(cat ts.err)"
 swapexp -m org -t 2 -w 2 --summary 'q"t.h5' eps.tsv >swap.summary.tsv 2>/dev/null
-pcaprobe -m org -t 2 --components 2 'q"t.h5' eps.tsv >pca.tsv 2>/dev/null
+pcaprobe -m org -t 2 --n-components 2 'q"t.h5' eps.tsv >pca.tsv 2>/dev/null
 tsne -q -t 2 --iter 100 --exag-iter 50 --perplexity 5 --scan 9-10 --labels eps.tsv 'q"t.h5:/acts/resid' >scan.tsv 2>/dev/null
 kvevict -m org -t 2 --budgets 8 --policies window --masks kvm.tsv 'q"t.txt' >/dev/null 2>&1
-sinkplant --layers 12 --tokens 256 --heads 2 --levels 4:3 --per-level 10 --distractors 2 -o p.h5 --truth plant.tsv 2>/dev/null
+sinkplant --n-layers 12 --tokens 256 --heads 2 --levels 4:3 --per-level 10 --distractors 2 -o p.h5 --truth plant.tsv 2>/dev/null
 for f in org/truth/*.tsv; do cp "$f" "truth.${f##*/}"; done
 for f in tokens eps summary levels fit assign pca pca.persink swap swap.summary kv kvl kvm tsne scan plant $(ls truth.*.tsv | sed 's/\.tsv$//'); do
 	[ -s "$f.tsv" ] || { t_fail "$f.tsv written"; continue; }

@@ -47,7 +47,7 @@ vg "actdump missing tensor (exit 1)" 1 actdump -m "$TMP/bad" --ids "$TMP/ids" -o
 vg "actdump truncated safetensors (exit 1)" 1 actdump -m "$TMP/trunc" --ids "$TMP/ids" -o "$TMP/x.h5"
 # sinkdetect and sinklevels on a planted trace (independent of actdump)
 PLANT=$SS_BIN/sinkplant
-if [ -x "$PLANT" ] && "$PLANT" --layers 12 --tokens 512 --heads 4 --levels 4:3,6:4 --per-level 20 --distractors 5 -o "$TMP/p.h5" 2>/dev/null; then
+if [ -x "$PLANT" ] && "$PLANT" --n-layers 12 --tokens 512 --heads 4 --levels 4:3,6:4 --per-level 20 --distractors 5 -o "$TMP/p.h5" 2>/dev/null; then
 	vg "sinkdetect on a planted trace" 0 sinkdetect "$TMP/p.h5"
 	vg "sinkdetect --summary -o OUT.h5" 0 sinkdetect --summary -o "$TMP/p2.h5" "$TMP/p.h5"
 	head -c 3000 "$TMP/p.h5" >"$TMP/cut.h5"

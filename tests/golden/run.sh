@@ -214,9 +214,9 @@ sec_organism() {
 	g org/swap.exact.out swapexp -m $M $A org/acts.h5 org/eps.few.tsv -w 2 --exact -o org/swap.exact.tsv
 	# pcaprobe
 	g org/pca.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv
-	g org/pca.vectors.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --components 3 --vectors
-	g org/pca.k1.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --components 1 -a 2
-	g org/pca.persink.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --components 3 --per-sink
+	g org/pca.vectors.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --n-components 3 --vectors
+	g org/pca.k1.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --n-components 1 -a 2
+	g org/pca.persink.tsv pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --n-components 3 --per-sink
 	g org/pca.nonsink.out pcaprobe -m $M $A org/acts.h5 org/eps.tsv --layer 9 --fit nonsink -a -2:2:1 \
 		--classes punct,digit --tau-cos 0.9 --tau-norm 2.5 -o org/pca.nonsink.tsv
 	# tsne (future sinks of l_start 9 against controls, layers before it)
@@ -268,7 +268,7 @@ sec_stories() {
 	g stories/fit.relaxed.tsv sinklevels --fit --min-count 1 stories/eps.relaxed.tsv
 	g stories/swap.tsv swapexp -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R -w 2
 	g stories/swap.summary.tsv swapexp -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R --summary
-	g stories/pca.tsv pcaprobe -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R --components 4 -a -2,0,2
+	g stories/pca.tsv pcaprobe -m $M $A stories/math.h5 stories/eps.relaxed.tsv $R --n-components 4 -a -2,0,2
 	g stories/tsne.scan.tsv tsne -q --threads 2 --iter 300 --scan all --labels stories/eps.relaxed.tsv $R stories/math.h5:/acts/resid
 }
 
@@ -292,8 +292,8 @@ sec_random() {
 		g random/$m.swap.tsv swapexp -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -w 3 $R
 		g random/$m.swap.bf16.tsv swapexp -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -w 3 $R --kv bf16
 		g random/$m.swap.summary.tsv swapexp -m in/models/$m $A random/$m.h5 random/$m.eps.tsv -w 3 $R --summary
-		g random/$m.pca.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv --layer 2 --components 3 -a -2,0,2 $R
-		g random/$m.pca.persink.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv --layer 2 --components 3 --per-sink $R
+		g random/$m.pca.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv --layer 2 --n-components 3 -a -2,0,2 $R
+		g random/$m.pca.persink.tsv pcaprobe -m in/models/$m $A random/$m.h5 random/$m.eps.tsv --layer 2 --n-components 3 --per-sink $R
 	done
 	g random/levels.tsv sh_ "cat random/q2.eps.tsv random/ll.eps.tsv | sinklevels --min-count 1"
 }
@@ -346,7 +346,7 @@ sec_cli() {
 	g cli/swapexp.arch rc=1 swapexp -m in/models/q2 random/ll.h5 random/ll.eps.tsv
 	g cli/swapexp.window rc=2 swapexp -m in/models/q2 random/q2.h5 random/q2.eps.tsv -w 0
 	g cli/pcaprobe.layer rc=1 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --layer 99
-	g cli/pcaprobe.k0 rc=2 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --components 0
+	g cli/pcaprobe.k0 rc=2 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --n-components 0
 	g cli/pcaprobe.nocontrol rc=1 pcaprobe -m in/stories260k stories/story.h5 stories/eps.story.tsv --layer 3 \
 		--classes digit --tau-cos 0.3 --tau-norm 1.1
 	g cli/tsne.nan rc=1 sh_ "tsne <in/nan.tsv"

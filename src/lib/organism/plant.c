@@ -76,7 +76,7 @@ static int parse_levels(const plant_spec *p, level *lv, long *n, ss_err *e)
 int plant_check(const plant_spec *p, ss_err *e)
 {
 	if (p->layers < 2 || p->layers > 4096)
-		return ss_err_status(e, 2, "--layers: %ld, expected 2-4096", p->layers);
+		return ss_err_status(e, 2, "--n-layers: %ld, expected 2-4096", p->layers);
 	if (p->tokens < 8 || p->tokens > (1L << 24))
 		return ss_err_status(e, 2, "--tokens: %ld, expected 8-16777216", p->tokens);
 	if (p->heads < 1 || p->heads > 1024)

@@ -182,6 +182,8 @@ static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_fi
 	else
 		snprintf(who, sizeof who, "--%s", o->name);
 	switch (o->type) {
+	case SS_OPT_RENAMED:
+		return ss_err_status(e, st, "%s: renamed --%s (%s)", who, o->arg, o->help);
 	case SS_OPT_FLAG:
 		if (!val || !strcmp(val, "true") || !strcmp(val, "yes") || !strcmp(val, "1"))
 			*(int *)o->dst = 1;
@@ -323,6 +325,8 @@ static void help(const ss_prog *p)
 	ss_opt_usage(p, stdout);
 	printf("%s\n\noptions:\n", p->summary);
 	for (const ss_opt *o = p->opts; o && o->name; o++) {
+		if (o->type == SS_OPT_RENAMED)
+			continue;
 		char left[96];
 		int n = 0;
 		if (o->short_name)

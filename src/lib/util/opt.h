@@ -19,6 +19,9 @@ typedef enum ss_opt_type {
 	SS_OPT_INT,    /* long * */
 	SS_OPT_DOUBLE, /* double * (finite values only) */
 	SS_OPT_STRING, /* const char ** (points into argv or owned by opt) */
+	SS_OPT_RENAMED, /* an old name, not in --help: given (command line or
+	                   config key) it is a usage error naming the new
+	                   option, `arg` ("--components: renamed --n-components") */
 } ss_opt_type;
 
 typedef struct ss_opt {
