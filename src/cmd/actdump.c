@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/config.h"
 #include "engine/gen.h"
 #include "engine/record.h"
 #include "engine/seqs.h"
@@ -353,9 +354,28 @@ static int run_model(int argc, char **argv, ss_seqs *s, const tok *tk, ss_err *e
 	return rc;
 }
 
+/* --layers against the model's layer count (config.json only), a usage
+ * error before any text, ids or trace is read; a config.json that does not
+ * load is reported later, by model_load, as before. */
+static int check_layers(ss_err *e)
+{
+	if (tokens_only || !model_dir || !strcmp(layers_opt, "all"))
+		return 0;
+	ss_config c;
+	ss_err ce = {0};
+	if (config_load(&c, model_dir, &ce) < 0)
+		return 0;
+	unsigned char *m = ss_malloc((size_t)c.n_layers + 1, 1, "layers", e);
+	if (!m)
+		return -1;
+	int rc = ss_parse_layers_from(layers_opt, 0, (int)c.n_layers, m, "--layers", e);
+	free(m);
+	return rc;
+}
+
 static int run(int argc, char **argv, int opi, ss_err *e)
 {
-	if (check_opts(argc, argv, opi, e) < 0)
+	if (check_opts(argc, argv, opi, e) < 0 || check_layers(e) < 0)
 		return -1;
 	ss_seqs s;
 	tok *tk;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine/config.h"
 #include "engine/decode.h"
 #include "util/err.h"
 #include "io/h5io.h"
@@ -18,6 +19,7 @@
 
 static const char *alphas_s = "-4:4:1", *fit_s = "all";
 static long layer, ncomp = 8;
+static int layer_seen;
 static int per_sink, vectors;
 
 /* "A:B:STEP" or a comma-separated list. */
@@ -65,7 +67,7 @@ int main(int argc, char **argv)
 	interv_cli_default(&c);
 	const ss_opt opts[] = {
 		INTERV_CLI_OPTS(c),
-		{"layer", 0, SS_OPT_INT, &layer, "N", "l_start to probe (default: every l_start of the table)", NULL},
+		{"layer", 0, SS_OPT_INT, &layer, "N", "l_start to probe (default: every l_start of the table)", &layer_seen},
 		{"n-components", 0, SS_OPT_INT, &ncomp, "K", "principal components (default 8)", NULL},
 		{"components", 0, SS_OPT_RENAMED, NULL, "n-components", "a count; --components is a list of components in swapexp", NULL},
 		{"alphas", 'a', SS_OPT_STRING, &alphas_s, "LIST", "A:B:STEP or a list, in standard deviations (-4:4:1)", NULL},
@@ -92,6 +94,17 @@ int main(int argc, char **argv)
 		ss_err_status(&e, SS_EXIT_USAGE, "--fit: expected all or nonsink, got '%s'", fit_s);
 	if (e.status || parse_alphas(alphas_s, &alpha, &n_alpha, &e) < 0)
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	/* --layer against the model's layers (config.json only), before the
+	 * trace or the table is read; a config.json that does not load is
+	 * reported by model_load below */
+	ss_config mc;
+	ss_err ce = {0};
+	if (layer_seen && config_load(&mc, c.model_dir, &ce) == 0 && (layer < 1 || layer > mc.n_layers)) {
+		ss_err_status(&e, SS_EXIT_USAGE, "--layer: %ld outside 1-%ld, the layers of %s", layer,
+		              mc.n_layers, c.model_dir);
+		free(alpha);
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
+	}
 	unsigned classes = c.classes;
 	ss_sink_params sp = c.sp;
 
