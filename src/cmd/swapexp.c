@@ -8,6 +8,7 @@
 #include "engine/model.h"
 #include "util/ofile.h"
 #include "util/opt.h"
+#include "util/progress.h"
 #include "sinks/sinks.h"
 #include "interv/cli.h"
 #include "interv/swap.h"
@@ -18,6 +19,11 @@ static const char *comps_s = "all", *kv_s = "f32";
 static long window = 10;
 static double dfrac = 0.5;
 static int summary, exact;
+
+static void on_progress(void *ctx, double done, double total)
+{
+	ss_progress_update(ctx, done, total, "layers");
+}
 
 int main(int argc, char **argv)
 {
@@ -76,7 +82,13 @@ int main(int argc, char **argv)
 		ss_err_set(&e, "%s: no secondary episode of trace %s", argv[first + 1], tr.name);
 		goto done;
 	}
-	if (swap_run(&m, &tr, tg, n_tg, &o, &rows, &n_rows, NULL, &e) < 0)
+	ss_progress pg; /* on a terminal only (util/progress.h) */
+	ss_progress_start(&pg, prog.name);
+	o.progress = on_progress;
+	o.progress_ctx = &pg;
+	int r = swap_run(&m, &tr, tg, n_tg, &o, &rows, &n_rows, NULL, &e);
+	ss_progress_end(&pg);
+	if (r < 0)
 		goto done;
 	if (ss_ofile_open(&of, c.out_path, &e) < 0)
 		goto done;

@@ -112,6 +112,10 @@ typedef struct base_cap {
 	float *hprev;                     /* [n_tg * window * dim]: h[l-1][j], l = lo..ls */
 	float **hq;                       /* [L+1]: h[ls-1] of every position, ls in use */
 	float *h0;                        /* [(L+1) * dim]: h[l][0] */
+	void (*progress)(void *, double, double);
+	void *progress_ctx;
+	int counting;                     /* in a full pass: count its layers */
+	double done, total;               /* layer passes, for progress */
 } base_cap;
 
 /* The layer where j's sink-score is measured: the first whose attention
@@ -127,6 +131,10 @@ static long lo_layer(const ss_swap_target *t, long window)
 static int base_hook(void *ctx, int layer, ss_hook_point what, long t0, long n, float *x, long d)
 {
 	base_cap *b = ctx;
+	if (b->progress && b->counting && what == SS_HOOK_RESID && layer >= 1) {
+		b->done += (double)n / (double)b->T;
+		b->progress(b->progress_ctx, b->done, b->total);
+	}
 	if (!b->on)
 		return 0;
 	int comp = what == SS_HOOK_RESID ? SS_SWAP_RESID : what == SS_HOOK_ATTN_OUT ? SS_SWAP_ATTN_OUT
@@ -287,7 +295,8 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	int rc = -1;
 	ss_dec dec = {0};
 	ss_stats st = {0}, st2 = {0};
-	base_cap b = {.L = L, .T = T, .dim = D, .tg = tg, .n_tg = n_tg, .window = W};
+	base_cap b = {.L = L, .T = T, .dim = D, .tg = tg, .n_tg = n_tg, .window = W,
+	              .progress = o->progress, .progress_ctx = o->progress_ctx, .total = (double)L};
 	unsigned char *is_control = NULL, *need_mean = NULL;
 	double **lse = NULL;
 	float *mean = NULL, *xs = NULL, *xs2 = NULL, *keys = NULL, *selfs = NULL, *kold = NULL, *vtmp = NULL,
@@ -340,16 +349,22 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	b.is_control = is_control;
 	b.need_mean = need_mean;
 
+	size_t ns = 0; /* swaps */
+	for (size_t k = 0; k < n_tg; k++)
+		for (long l = lo_layer(&tg[k], W); l <= tg[k].l_start; l++)
+			for (int comp = 0; comp < SS_SWAP_NCOMP; comp++)
+				ns += (o->comps >> comp) & 1;
+	b.total = (double)L * (double)(1 + (o->exact ? ns : 0)) + (o->exact ? 0 : 1);
 	/* the baseline pass: cache, stats, captures */
 	ss_dec_opts dopt = o->dec;
 	dopt.hook = base_hook;
 	dopt.hook_ctx = &b;
 	if (dec_create(&dec, m, T, &dopt, e) < 0 || stats_alloc(&st, L, H, T, e) < 0)
 		goto done;
-	b.on = 1;
+	b.on = b.counting = 1;
 	if (dec_prefill(&dec, tr->ids, T, &st, NULL, e) < 0)
 		goto done;
-	b.on = 0;
+	b.on = b.counting = 0;
 	if (check_stats(tr, m, &st, e) < 0)
 		goto done;
 	if (!(mean = ss_malloc((size_t)(L + 1) * SS_SWAP_NCOMP * D, sizeof *mean, "means", e)))
@@ -373,11 +388,6 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	}
 
 	/* every swap: one intervention, one re-run row (or a full pass) */
-	size_t ns = 0;
-	for (size_t k = 0; k < n_tg; k++)
-		for (long l = lo_layer(&tg[k], W); l <= tg[k].l_start; l++)
-			for (int comp = 0; comp < SS_SWAP_NCOMP; comp++)
-				ns += (o->comps >> comp) & 1;
 	rows = ss_calloc(ns ? ns : 1, sizeof *rows, "swap results", e);
 	ivs = ss_calloc(ns ? ns : 1, sizeof *ivs, "interventions", e);
 	rr = ss_calloc(ns ? ns : 1, sizeof *rr, "re-runs", e);
@@ -427,6 +437,10 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 	}
 	if (n2 && dec_rerun(&dec, rr2, n2, e) < 0)
 		goto done;
+	if (!o->exact && b.progress) {
+		b.done = b.total;
+		b.progress(b.progress_ctx, b.done, b.total);
+	}
 	if (o->exact && stats_alloc(&st2, L, H, T, e) < 0)
 		goto done;
 	for (i = 0; i < ns; i++) {
@@ -442,7 +456,9 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
 		r->base_score = score_of(&st, H, T, sl, j);
 		if (o->exact) {
 			dec_set_interv(&dec, &ivs[i], 1);
+			b.counting = 1;
 			int q = dec_prefill(&dec, tr->ids, T, &st2, NULL, e);
+			b.counting = 0;
 			dec_set_interv(&dec, NULL, 0);
 			if (q < 0)
 				goto done;

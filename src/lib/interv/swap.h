@@ -51,6 +51,11 @@ typedef struct ss_swap_opts {
 	ss_sink_params sp;
 	int exact;            /* full re-run per swap */
 	ss_dec_opts dec;
+	/* optional: called as the run advances, done of total layer passes
+	 * (the baseline's L layers, then each --exact pass's L, else the
+	 * batched re-runs as one step); from the calling thread */
+	void (*progress)(void *ctx, double done, double total);
+	void *progress_ctx;
 } ss_swap_opts;
 
 typedef struct ss_swap_row {
