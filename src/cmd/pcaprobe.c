@@ -10,6 +10,7 @@
 #include "engine/model.h"
 #include "util/ofile.h"
 #include "util/opt.h"
+#include "util/progress.h"
 #include "interv/cli.h"
 #include "interv/probe.h"
 #include "sinks/sinks.h"
@@ -138,20 +139,34 @@ int main(int argc, char **argv)
 	/* every layer first, so that a failure leaves no partial table */
 	if (!(pr = ss_calloc(tr.L + 1, sizeof *pr, "probes", &e)))
 		goto done;
+	long n_ls = 0, k_ls = 0; /* the l_starts to probe, for progress */
+	for (size_t t = 0; t < n_tg; t++) {
+		long ls = layer ? layer : tg[t].l_start;
+		n_ls += !done_l[ls];
+		done_l[ls] = 1;
+	}
+	memset(done_l, 0, (size_t)tr.L + 1);
+	ss_progress pg; /* on a terminal only (util/progress.h) */
+	ss_progress_start(&pg, prog.name);
 	for (size_t t = 0; t < n_tg; t++) {
 		long ls = layer ? layer : tg[t].l_start, T, D;
 		if (done_l[ls])
 			continue;
 		done_l[ls] = 1;
+		ss_progress_update(&pg, (double)k_ls++, (double)n_ls, "layers");
 		free(x);
 		free(res);
 		x = res = NULL;
 		if (trace_acts_read(h5, "mlp_in", ls, &x, &T, &D, &e) < 0 ||
 		    trace_acts_read(h5, "resid", ls, &res, &T, &D, &e) < 0 ||
 		    probe_run(&dec, &tr, ls, x, res, tg, n_tg, (int)ncomp, alpha, n_alpha, fit_nonsink,
-		              &sp, classes, &pr[ls], &e) < 0)
+		              &sp, classes, &pr[ls], &e) < 0) {
+			ss_progress_end(&pg);
 			goto done;
+		}
 	}
+	ss_progress_update(&pg, (double)n_ls, (double)n_ls, "layers");
+	ss_progress_end(&pg);
 	if (ss_ofile_open(&of, c.out_path, &e) < 0)
 		goto done;
 	for (long l = 1, hdr = 1; l <= tr.L; l++) {

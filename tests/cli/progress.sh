@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Progress with ETA on a terminal (#16 §4): swapexp (swap_run's progress
-# callback) and kvevict print "N/TOTAL layers ... ETA" lines on a terminal
+# callback), pcaprobe (per l_start probed: the distinct l_starts of its
+# table) and kvevict print "N/TOTAL layers ... ETA" lines on a terminal
 # (a pty from script(1)), nothing when stderr is not one.  swapexp's total
 # is the baseline's L layers plus one step for the batched re-runs (with
 # --exact, L per swap as well: not run here, a minute on this trace).
@@ -25,4 +26,10 @@ tty "$SS_BIN/kvevict -m org -t 2 --budgets 8 -o kv.tsv text.txt" >kv.tty
 t_match "kvevict on a terminal: an ETA line" "^kvevict: pass [0-9]+/[0-9]+, layer [0-9]+/$L: [0-9]+/[0-9]+ layers, .* ETA [0-9]+ s" "$(cat kv.tty)"
 env -u SINKSCOPE_NO_PROGRESS kvevict -m org -t 2 --budgets 8 -o kv2.tsv text.txt 2>kv.err
 t_eq "kvevict, stderr not a terminal: nothing on stderr" "" "$(cat kv.err)"
+tty "$SS_BIN/pcaprobe -m org -t 2 -o pc.tsv t.h5 eps.tsv" >pc.tty
+nls=$(awk -F'\t' 'NR > 1 {print $2}' pc.tsv | sort -u | wc -l)
+t_match "pcaprobe on a terminal: an ETA line" "^pcaprobe: [0-9]+/$nls layers, [0-9.]+ layers/s, ETA [0-9]+ s" "$(cat pc.tty)"
+env -u SINKSCOPE_NO_PROGRESS pcaprobe -m org -t 2 -o pc2.tsv t.h5 eps.tsv 2>pc.err
+t_eq "pcaprobe, stderr not a terminal: nothing on stderr" "" "$(cat pc.err)"
+t_ok "pcaprobe: the same table with and without a terminal" cmp pc.tsv pc2.tsv
 t_done
