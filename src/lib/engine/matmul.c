@@ -39,6 +39,8 @@ struct ss_mm {
 	unsigned long tick;
 	uint16_t *abuf;               /* bf16 copy of A */
 	size_t abufn;
+	float *fbuf;                  /* dense f32 copy of a strided A (f32 mode) */
+	size_t fbufn;
 	void *scratch;                /* the primitives' scratchpad (user mode) */
 	size_t scratchn;
 	char impl[48];
@@ -104,6 +106,7 @@ void mm_free(ss_mm *m)
 	if (m->eng)
 		dnnl_engine_destroy(m->eng);
 	free(m->abuf);
+	free(m->fbuf);
 	free(m->scratch);
 	free(m);
 }
@@ -391,6 +394,22 @@ int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *
 		if (exec(m, r, 2, arg, mds, ptr, e) < 0)
 			return -1;
 		src = m->abuf;
+	} else if (lda != K) {
+		/* oneDNN 2.6 has no brgemm for a strided f32 A and falls back to its
+		 * reference matmul (about 1 GFLOP/s): copy the rows dense first */
+		size_t need = (size_t)M * (size_t)K;
+		if (need > m->fbufn) {
+			void *p = NULL;
+			if (posix_memalign(&p, 64, need * sizeof(float)))
+				return ss_err_set(e, "out of memory for a dense block (%zu bytes)", need * 4);
+			free(m->fbuf);
+			m->fbuf = p;
+			m->fbufn = need;
+		}
+		for (long i = 0; i < M; i++)
+			memcpy(m->fbuf + i * K, A + i * lda, sizeof(float) * (size_t)K);
+		src = m->fbuf;
+		lda = K;
 	}
 	mm_prim *p = prim(m, 0, M, N, K, lda, ldc, bias != NULL, &w->md, e);
 	if (!p)
