@@ -131,7 +131,11 @@ class Used(dict):
 # nearest even, as the engine rounds its f32 activations; bf16 weights are
 # exact), the product of those rounded values accumulated in float64 (the
 # engine: f32); norms, RoPE, attention, softmax and the lm_head as in f32
-# mode.  mm(x, W) is every projection x @ W.
+# mode.  mm(x, W) is every projection x @ W.  Attention (the engine's bf16
+# tiles, attention.h): q, K, V and the probabilities rounded the same way
+# before QK^T and PV (the engine rounds each tile's unnormalised P~, the
+# reference the normalised A: the same rounding up to the scale);
+# softmax and recv from the unrounded scores.
 MM_BF16 = False
 
 
@@ -332,7 +336,7 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=No
         rep = H // KV
         k = k.repeat_interleave(rep, 0)
         v = v.repeat_interleave(rep, 0)
-        s = (q @ k.transpose(1, 2)) * scale
+        s = (bfr(q) @ bfr(k).transpose(1, 2)) * scale
         if cap:
             s = torch.tanh(s / cap) * cap
         mask = mask_of(window[l])
@@ -341,7 +345,7 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=No
         A = torch.softmax(s + mask, -1)
         if attn_hook is not None:
             attn_hook(l + 1, A)
-        o = (A @ v).transpose(0, 1).reshape(T, H * hd)
+        o = (bfr(A) @ bfr(v)).transpose(0, 1).reshape(T, H * hd)
         if gpt2:
             a = mm(o, w[p + "attn.c_proj.weight"]) + w[p + "attn.c_proj.bias"]
         elif neox:
@@ -521,11 +525,11 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
         v = v.repeat_interleave(rep, 0)
         if allowed_of is not None:
             mask = torch.where(allowed_of(l + 1, allowed), 0.0, float("-inf")).to(dt)
-        s = q @ k.transpose(1, 2) / math.sqrt(hd) + mask
+        s = bfr(q) @ bfr(k).transpose(1, 2) / math.sqrt(hd) + mask
         A = torch.softmax(s, -1)                            # [H, Tq, Tk]
         if attn_hook is not None:
             attn_hook(l + 1, A)
-        o = (A @ v).transpose(0, 1).reshape(T, H * hd)
+        o = (bfr(A) @ bfr(v)).transpose(0, 1).reshape(T, H * hd)
         a = mm(o, w[p + "self_attn.o_proj.weight"].T)
         if o_bias:
             a = a + w[p + "self_attn.o_proj.bias"]
