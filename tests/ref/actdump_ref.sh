@@ -194,7 +194,14 @@ t_eq "mistral-f32-sh: two runs with --threads 2 are bit-identical; phi3-f32 --ac
 #    the f32 run's (measured 2.5x at the least, recv of phi3-partial-bf16).
 #    The f32 mode keeps its 1e-4 above; the HDF5 records the mode (root
 #    attribute compute).
-TOLB=8e-3
+# Since 4820fbf the bf16 mode also rounds attention's q, K, V and each tile's
+# unnormalised probabilities P~; the reference rounds q, K, V and the
+# normalised A, so the two differ by up to one bf16 step per probability.
+# Measured: at most 1.8e-2 (attn_out, recv), and the bf16 run is no longer
+# always closer than the f32 run (0.9x .. 1.8x).  TOLB = 2.5e-2, and the bf16
+# run must differ from the f32 run (the mode took effect); a reference that
+# rounds P~ per tile as the engine does is still to be written.
+TOLB=2.5e-2
 : >"$TMP/bpairs"
 for v in "${variants[@]}"; do
 	if actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.b.h5" --acts resid,attn_out,mlp_out --compute bf16 \
@@ -220,7 +227,8 @@ for line in open(sys.argv[1]):
         n = np.linalg.norm(R)
         eb = np.linalg.norm(b[k][()] - R) / n
         ef = np.linalg.norm(f[k][()] - R) / n
-        ok = eb < tol and 2 * eb <= ef
+        d = np.linalg.norm(b[k][()].astype(np.float64) - f[k][()]) / n
+        ok = eb < tol and d > 1e-5
         print("%s\t%s --compute bf16: %s vs the bf16 reference\trel Frobenius err %.2e (tol %g; "
               "the f32 run's %.2e, %.1fx)" % ("ok" if ok else "not ok", v, k, eb, tol, ef, ef / eb))
 PYEOF
