@@ -39,7 +39,7 @@ got=$(awk -F'\t' 'NR==FNR { if (FNR>1) k[$2" "$4" "$3]=1; next }
 t_eq "every planted swap outcome found, per start layer (l_start, component, layer, fraction)" "$want" "$got"
 dec=$(awk -F'\t' '$1!="all" && $4=="mlp_out" && $10==1 {print $6}' sum.tsv | sort -u)
 t_eq "decision layer (earliest suppressing mlp_out swap) is the planted one" "$LD" "$dec"
-t_ok "pcaprobe on the organism" pcaprobe -m org t.h5 eps.tsv --layer "$LS" --components 6 --vectors -o vec.tsv
+t_ok "pcaprobe on the organism" pcaprobe -m org t.h5 eps.tsv --layer "$LS" --n-components 6 --vectors -o vec.tsv
 # the planted direction of this start layer against the top 6 components:
 # with the nuisance tokens (truth/nuisance.tsv: norms 2-30x the median) the
 # first components are the RMSNorm's bulk and u coordinates of those
@@ -54,14 +54,14 @@ read -r k c p < <(awk -F'\t' 'NR==FNR { if ($1=="decision") dir=$5; next } FNR>1
 	c=s/sqrt(na*nb); pr+=c*c; if (c<0) c=-c; if (c > best) { best=c; k=$3 } } END { print k, best, sqrt(pr) }' <(awk -F'\t' -v l="$LS" '$2==l' org/truth/directions.tsv) vec.tsv)
 t_ok "the planted direction lies in the span of the top 6 components (projection $p > 0.98)" awk -v c="$p" 'BEGIN{exit !(c > 0.98)}'
 t_ok "the closest component (number $k, |cos| $c) is mostly the planted direction (> 0.8)" awk -v c="$c" 'BEGIN{exit !(c > 0.8)}'
-g=$(pcaprobe -m org t.h5 eps.tsv --layer "$LS" --components 6 -a 2 | awk -F'\t' -v k="$k" 'NR>1 && $3==k {print $9}')
+g=$(pcaprobe -m org t.h5 eps.tsv --layer "$LS" --n-components 6 -a 2 | awk -F'\t' -v k="$k" 'NR>1 && $3==k {print $9}')
 t_ok "the MLP amplifies along that component (gain at 2 sd: $g)" awk -v g="$g" 'BEGIN{exit !(g > 2)}'
 # cos_u is the direction of the MLP's response to the move (pcaprobe(1)):
 # the organism's MLP at l_start writes along the sink axis and the start
 # layer's marker only (cosine 0.995 to u), so the response is along it, growing the sink
 # where the gain exceeds 1 and shrinking it where the gain is below; no
 # response at alpha 0
-pcaprobe -m org t.h5 eps.tsv --layer "$LS" --components 4 -a -2,0,2 -o pc.tsv
+pcaprobe -m org t.h5 eps.tsv --layer "$LS" --n-components 4 -a -2,0,2 -o pc.tsv
 bad=$(awk -F'\t' 'NR>1 { g = $9; c = $10; a = c < 0 ? -c : c
 	if ($8 == 0) { if (c != 0) n++ } else if (a < 0.99 || (g > 1) != (c > 0)) n++ } END { print n + 0 }' pc.tsv)
 t_eq "pcaprobe cos_u: 0 at alpha 0, else |cos_u| > 0.99 with the sign of gain - 1 (12 rows)" 0 "$bad"

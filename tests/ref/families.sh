@@ -168,7 +168,7 @@ for fs in "${fams[@]}"; do
 		t_ok "$f: swapexp re-runs: norm, cos0 within 1e-4, score within 0.3 (worst:$r)" test $ok -eq 0
 	else t_fail "$f: swapexp ran" "$(head -2 err)"; fi
 	LS=$(awk -F'\t' 'NR==2 {print $4}' eps$f.tsv)
-	if pcaprobe -m M$f t$f.h5 eps$f.tsv --layer "$LS" --components 3 -a -2,0,2 "${RULE[@]}" >pc$f.tsv 2>err; then
+	if pcaprobe -m M$f t$f.h5 eps$f.tsv --layer "$LS" --n-components 3 -a -2,0,2 "${RULE[@]}" >pc$f.tsv 2>err; then
 		cut -f3,4,6,7,8,9,10 pc$f.tsv >pg$f.tsv
 		r=""; ok=0
 		for c in 2 3 4 6 7; do r="$r $(cmpcol pe$f.tsv pg$f.tsv $c $c 1e-4 abs)" || ok=1; done

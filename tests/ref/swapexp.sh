@@ -71,13 +71,13 @@ t_match "--summary: a decision layer is marked" $'\t1$' "$(awk -F'\t' 'NR>1' sum
 
 # pcaprobe
 LS=$(awk -F'\t' 'NR==2 {print $4}' eps.tsv)
-pcaprobe -m M t.h5 eps.tsv --layer "$LS" --components 3 -a -2,0,2 "${RULE[@]}" >pc.tsv
+pcaprobe -m M t.h5 eps.tsv --layer "$LS" --n-components 3 -a -2,0,2 "${RULE[@]}" >pc.tsv
 $PY "$REF" probe M t.h5 eps.tsv "$LS" 3 -2,0,2 $TC $TN >pe.tsv
 cut -f3,4,6,7,8,9,10 pc.tsv | awk -F'\t' 'BEGIN{OFS="\t"} {print $1,$2,$3,$4,$5,$6,$7}' >pg.tsv
 for c in "2 var_ratio" "3 proj_sinks" "4 proj_controls" "6 gain" "7 cos_u"; do set -- $c
 	r=$(cmpcol pe.tsv pg.tsv "$1" "$1" 1e-4 abs); t_ok "pcaprobe $2 within 1e-4 of numpy ($r)" test $? -eq 0
 done
-pcaprobe -m M t.h5 eps.tsv --layer "$LS" --components 3 --per-sink "${RULE[@]}" >ps.tsv
+pcaprobe -m M t.h5 eps.tsv --layer "$LS" --n-components 3 --per-sink "${RULE[@]}" >ps.tsv
 t_ok "pcaprobe --per-sink: one row per future sink" test "$(($(wc -l <ps.tsv) - 1))" -eq \
 	"$(awk -F'\t' -v l="$LS" 'NR>1 && $4==l' eps.tsv | wc -l)"
 
@@ -95,11 +95,11 @@ t_fails "empty control set" 1 "empty control set" swapexp -m M t.h5 eps.tsv --cl
 t_fails "window 0 is a usage error" 2 "^swapexp: --window: 0 must be at least 1$" swapexp -m M t.h5 eps.tsv -w 0
 t_fails "missing model is a usage error" 2 "^swapexp: -m, --model: missing" swapexp t.h5 eps.tsv
 T_OUT=$TMP/o.tsv t_fails "nothing written on failure" 1 "empty control set" swapexp -m M t.h5 eps.tsv --classes digit "${RULE[@]}" -o "$TMP/o.tsv"
-t_fails "pcaprobe: layer out of range" 1 "layer 99: out of range 1-4" pcaprobe -m M t.h5 eps.tsv --layer 99
+t_fails "pcaprobe: layer out of range (a usage error, checked against config.json before the trace is read)" 2 "^pcaprobe: --layer: 99 outside 1-4, the layers of M$" pcaprobe -m M t.h5 eps.tsv --layer 99
 t_fails "pcaprobe: trace of another architecture" 1 "architecture" pcaprobe -m M tl.h5 eps.tsv
 t_fails "pcaprobe: empty control set" 1 "empty control set" pcaprobe -m M t.h5 eps.tsv --layer "$LS" --classes digit "${RULE[@]}"
 t_fails "pcaprobe: target out of range" 1 "far.tsv:2: pos 999" pcaprobe -m M t.h5 far.tsv
-t_fails "pcaprobe: too many components" 2 "^pcaprobe: --components: 0 must be at least 1$" pcaprobe -m M t.h5 eps.tsv --components 0
+t_fails "pcaprobe: too many components" 2 "^pcaprobe: --n-components: 0 must be at least 1$" pcaprobe -m M t.h5 eps.tsv --n-components 0
 $PY -c "
 import h5py, shutil; shutil.copy('t.h5', 'na.h5'); f = h5py.File('na.h5', 'a'); del f['acts/mlp_in']"
 sed 's/^t\.h5/na.h5/' eps.tsv >na.tsv
