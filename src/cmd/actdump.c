@@ -11,7 +11,6 @@
 #include "engine/record.h"
 #include "engine/seqs.h"
 #include "io/st.h"
-#include "io/tsv.h"
 #include "tok/tok.h"
 #include "util/err.h"
 #include "util/ofile.h"
@@ -150,31 +149,6 @@ static int gather(ss_seqs *s, tok **t, ss_err *e)
 	return seqs_read(s, &src, *t, e);
 }
 
-/* --tokens-only: "i id piece" (or "row i id piece" for every row). */
-static int print_tokens(const ss_seqs *s, const tok *t, int with_row, ss_err *e)
-{
-	fputs(with_row ? "row\ti\tid\tpiece\n" : "i\tid\tpiece\n", stdout);
-	for (size_t k = 0; k < s->n; k++) {
-		const ss_seq *q = &s->v[k];
-		size_t *off = ss_malloc((size_t)q->T + 1, sizeof *off, "token pieces", e);
-		char *p = off ? tok_pieces(t, q->ids, (size_t)q->T, off, e) : NULL;
-		if (!p) {
-			free(off);
-			return ss_err_prefix(e, "%s", q->name);
-		}
-		for (long i = 0; i < q->T; i++) {
-			if (with_row)
-				printf("%ld\t", q->row);
-			printf("%ld\t%d\t", i, q->ids[i]);
-			tsv_put_escaped(stdout, p + off[i], off[i + 1] - off[i]);
-			putchar('\n');
-		}
-		free(p);
-		free(off);
-	}
-	return 0;
-}
-
 /* --generate's statistics, recorded while generating (genstats.h) when the
  * trace needs nothing else: no /acts, an f32 cache (a bf16 cache's rounded
  * keys would be in them), a dense model.  Otherwise run_one's prefill. */
@@ -182,8 +156,8 @@ static ss_genstats gen_st;
 static int gen_rec;
 static double gen_s;
 
-/* --generate: continue q's ids with the KV cache (gen.h); q then holds the
- * whole sequence, *n_new the continuation's length. */
+/* --generate: continue q's ids with the KV cache (gen_continue); q then
+ * holds the whole sequence, *n_new the continuation's length. */
 static int generate(const ss_model *M, ss_seq *q, const tok *tk, long *n_new, ss_err *e)
 {
 	ss_dec_opts o = {.threads = (int)threads, .compute = compute};
@@ -194,28 +168,9 @@ static int generate(const ss_model *M, ss_seq *q, const tok *tk, long *n_new, ss
 	o.resident = dec_resident_bytes(M) < 0.5 * max_mem;
 	ss_gen_opts g = {.max_new = gen_n, .temperature = gen_temp, .top_p = gen_top_p,
 	                 .seed = (uint64_t)gen_seed, .n_ids = tk ? (long)tok_vocab_size(tk) : 0};
-	int32_t *eos = NULL, *out = NULL;
-	long n = 0;
-	ss_dec d;
-	if (gen_eos_ids(model_dir, &eos, &g.n_eos, e) < 0)
-		return -1;
-	g.eos = eos;
-	int rc = dec_create(&d, M, q->T + gen_n, &o, e);
 	gen_rec = !on[0] && !on[1] && !on[2] && !on[3] && o.kv_dtype == SS_KV_F32 && !M->c.n_experts;
-	if (rc == 0 && gen_rec && (rc = gst_init(&gen_st, &M->c, q->T + gen_n, e)) == 0)
-		dec_record(&d, &gen_st);
-	if (rc == 0) {
-		gen_s = ss_now();
-		rc = gen_run(&d, q->ids, q->T, &g, &out, &n, n_new, e);
-		gen_s = ss_now() - gen_s;
-		dec_free(&d);
-	}
-	free(eos);
-	if (rc < 0)
+	if (gen_continue(M, &q->ids, &q->T, &o, &g, gen_rec ? &gen_st : NULL, &gen_s, n_new, e) < 0)
 		return ss_err_prefix(e, "%s", q->name);
-	free(q->ids);
-	q->ids = out;
-	q->T = n;
 	return 0;
 }
 
@@ -245,17 +200,9 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 		return ss_err_status(e, SS_EXIT_USAGE, "refusing to write HDF5 to a terminal: use -o FILE or a pipe");
 	const ss_config *c = &M->c;
 	long L = c->n_layers, T = q->T;
-	for (long j = 0; j < T; j++)
-		if (q->ids[j] >= c->vocab)
-			return ss_err_set(e, "%s: token id %d at position %ld outside the vocabulary (0-%ld)",
-			                  q->name, q->ids[j], j, c->vocab - 1);
-	if (c->max_pos > 0 && T > c->max_pos) {
-		if (!strcmp(positions_opt, "refuse"))
-			return ss_err_set(e, "%s/config.json:max_position_embeddings: %ld tokens exceed %ld "
-			                  "(--positions warn runs them anyway)", model_dir, T, c->max_pos);
-		ss_warn(PROG, "warning: %s: %ld tokens exceed max_position_embeddings %ld of %s", q->name, T,
-		        c->max_pos, model_dir);
-	}
+	if (config_check_ids(c, q->name, q->ids, T, e) < 0 ||
+	    config_check_positions(c, model_dir, q->name, T, !strcmp(positions_opt, "refuse"), PROG, e) < 0)
+		return -1;
 	int rc = -1;
 	char **pieces = NULL, *cmd = NULL;
 	unsigned char *layers = NULL;
@@ -274,21 +221,8 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 			ss_err_prefix(e, "--layers");
 		goto done;
 	}
-	double need = rec_memory(c, &acts, T, (int)threads, to_stdout);
-	char s_need[32], s_w[32], s_max[32];
-	ss_format_size(need, s_need, sizeof s_need);
-	ss_format_size(M->weight_bytes, s_w, sizeof s_w);
-	ss_format_size(max_mem, s_max, sizeof s_max);
-	if (need > max_mem) {
-		ss_err_set(e, "%s: %ld tokens need about %s besides the mapped weights (%s), "
-		           "more than --max-memory %s", model_dir, T, s_need, s_w, s_max);
+	if (rec_memory_check(M, &acts, T, (int)threads, to_stdout, max_mem, PROG, q->name, e) < 0)
 		goto done;
-	}
-	ss_progress pg; /* only to ask whether progress lines are on (a terminal) */
-	ss_progress_start(&pg, PROG);
-	if (pg.on || need >= 1073741824.0)
-		ss_warn(PROG, "%s: %ld tokens: about %s of memory besides the mapped weights (%s)",
-		        q->name, T, s_need, s_w);
 	ss_rec_times times;
 	if (!(cmd = ss_command_line(argc, argv, e)) ||
 	    rec_trace_init(&tr, M, q->ids, T, pieces, q->name, model_dir, PROG " " SS_VERSION, cmd, e) < 0 ||
@@ -354,28 +288,10 @@ static int run_model(int argc, char **argv, ss_seqs *s, const tok *tk, ss_err *e
 	return rc;
 }
 
-/* --layers against the model's layer count (config.json only), a usage
- * error before any text, ids or trace is read; a config.json that does not
- * load is reported later, by model_load, as before. */
-static int check_layers(ss_err *e)
-{
-	if (tokens_only || !model_dir || !strcmp(layers_opt, "all"))
-		return 0;
-	ss_config c;
-	ss_err ce = {0};
-	if (config_load(&c, model_dir, &ce) < 0)
-		return 0;
-	unsigned char *m = ss_malloc((size_t)c.n_layers + 1, 1, "layers", e);
-	if (!m)
-		return -1;
-	int rc = ss_parse_layers_from(layers_opt, 0, (int)c.n_layers, m, "--layers", e);
-	free(m);
-	return rc;
-}
-
 static int run(int argc, char **argv, int opi, ss_err *e)
 {
-	if (check_opts(argc, argv, opi, e) < 0 || check_layers(e) < 0)
+	if (check_opts(argc, argv, opi, e) < 0 ||
+	    (!tokens_only && config_check_layers(model_dir, layers_opt, e) < 0))
 		return -1;
 	ss_seqs s;
 	tok *tk;
@@ -384,7 +300,7 @@ static int run(int argc, char **argv, int opi, ss_err *e)
 		rc = ss_err_status(e, SS_EXIT_USAGE, "--tokens-only needs a tokenizer: %s/tokenizer.json is "
 		                   "absent (use --tokenizer FILE)", model_dir);
 	else if (!rc)
-		rc = tokens_only ? print_tokens(&s, tk, jsonl_path && !index_seen, e)
+		rc = tokens_only ? seqs_print_tokens(stdout, &s, tk, jsonl_path && !index_seen, e)
 		                 : run_model(argc, argv, &s, tk, e);
 	seqs_free(&s);
 	tok_free(tk);

@@ -226,12 +226,8 @@ static int run(int argc, char **argv, int opi, ss_err *e)
 		return -1;
 	}
 	int rc = -1;
-	for (long j = 0; j < T; j++)
-		if (ids[j] >= M.c.vocab) {
-			ss_err_set(e, "%s: token id %d at position %ld outside the vocabulary (0-%ld)", name, ids[j], j,
-			           M.c.vocab - 1);
-			goto done;
-		}
+	if (config_check_ids(&M.c, name, ids, T, e) < 0)
+		goto done;
 	if (episodes_path && kv_episodes_read(episodes_path, name, ids, T, M.c.n_layers, &eps, &n_eps, e) < 0)
 		goto done;
 	prog_ctx pc;

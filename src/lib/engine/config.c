@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/opt.h"
 
 #define LLAMA_ATTN .embed = "model.embed_tokens", .final_norm = "model.norm", .lm_head = "lm_head", \
 	.layer = "model.layers.", .q = "self_attn.q_proj", .k = "self_attn.k_proj",                  \
@@ -545,4 +546,42 @@ void ss_rope_inv_freq(const ss_config *c, float *inv)
 		}
 		inv[i] = (float)f;
 	}
+}
+
+int config_check_ids(const ss_config *c, const char *name, const int32_t *ids, long T, ss_err *e)
+{
+	for (long j = 0; j < T; j++)
+		if (ids[j] >= c->vocab)
+			return ss_err_set(e, "%s: token id %d at position %ld outside the vocabulary (0-%ld)",
+			                  name, ids[j], j, c->vocab - 1);
+	return 0;
+}
+
+int config_check_positions(const ss_config *c, const char *dir, const char *name, long T, int refuse,
+                           const char *prog, ss_err *e)
+{
+	if (c->max_pos > 0 && T > c->max_pos) {
+		if (refuse)
+			return ss_err_set(e, "%s/config.json:max_position_embeddings: %ld tokens exceed %ld "
+			                  "(--positions warn runs them anyway)", dir, T, c->max_pos);
+		ss_warn(prog, "warning: %s: %ld tokens exceed max_position_embeddings %ld of %s", name, T,
+		        c->max_pos, dir);
+	}
+	return 0;
+}
+
+int config_check_layers(const char *dir, const char *spec, ss_err *e)
+{
+	if (!dir || !strcmp(spec, "all"))
+		return 0;
+	ss_config c;
+	ss_err ce = {0};
+	if (config_load(&c, dir, &ce) < 0)
+		return 0;
+	unsigned char *m = ss_malloc((size_t)c.n_layers + 1, 1, "layers", e);
+	if (!m)
+		return -1;
+	int rc = ss_parse_layers_from(spec, 0, (int)c.n_layers, m, "--layers", e);
+	free(m);
+	return rc;
 }

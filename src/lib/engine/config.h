@@ -43,6 +43,7 @@
 #ifndef SS_CONFIG_H
 #define SS_CONFIG_H
 
+#include <stdint.h>
 #include "util/err.h"
 
 typedef enum ss_rope_type { SS_ROPE_DEFAULT = 0, SS_ROPE_LINEAR, SS_ROPE_LLAMA3 } ss_rope_type;
@@ -125,6 +126,21 @@ typedef struct ss_config {
 
 /* Parse and validate DIR/config.json; errors "DIR/config.json:FIELD: ...". */
 int config_load(ss_config *c, const char *dir, ss_err *e);
+
+/* Sequence name's ids against the model: each below vocab, else "NAME:
+ * token id I at position J outside the vocabulary (0-V)". */
+int config_check_ids(const ss_config *c, const char *name, const int32_t *ids, long T, ss_err *e);
+
+/* T tokens against max_position_embeddings: with refuse an excess is an
+ * error naming DIR/config.json, both numbers and --positions warn, else a
+ * warning under prog's name. */
+int config_check_positions(const ss_config *c, const char *dir, const char *name, long T, int refuse,
+                           const char *prog, ss_err *e);
+
+/* A --layers value (spec; "all" always fits) against DIR/config.json's
+ * layer count: a usage error before any input is read.  A config.json that
+ * does not load is no error here (model_load reports it later). */
+int config_check_layers(const char *dir, const char *spec, ss_err *e);
 /* 1 when arch is in the table. */
 int config_arch_supported(const char *arch);
 /* Comma-separated list of supported architectures (for messages). */

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "engine/gen.h"
+#include "engine/genstats.h"
 #include "engine/sample.h"
+#include "util/progress.h"
 #include "tok/tok.h"
 
 static const struct {
@@ -194,4 +196,32 @@ done:
 	free(ids);
 	free(logits);
 	return rc;
+}
+
+int gen_continue(const ss_model *M, int32_t **ids, long *T, const ss_dec_opts *o,
+                 const ss_gen_opts *g, ss_genstats *st, double *secs, long *n_new, ss_err *e)
+{
+	ss_gen_opts go = *g;
+	int32_t *eos = NULL, *out = NULL;
+	long n = 0;
+	ss_dec d;
+	if (gen_eos_ids(M->dir, &eos, &go.n_eos, e) < 0)
+		return -1;
+	go.eos = eos;
+	int rc = dec_create(&d, M, *T + go.max_new, o, e);
+	if (rc == 0 && st && (rc = gst_init(st, &M->c, *T + go.max_new, e)) == 0)
+		dec_record(&d, st);
+	if (rc == 0) {
+		double t0 = ss_now();
+		rc = gen_run(&d, *ids, *T, &go, &out, &n, n_new, e);
+		*secs = ss_now() - t0;
+		dec_free(&d);
+	}
+	free(eos);
+	if (rc < 0)
+		return -1;
+	free(*ids);
+	*ids = out;
+	*T = n;
+	return 0;
 }

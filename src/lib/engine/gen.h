@@ -67,4 +67,13 @@ typedef struct ss_gen_opts {
 int gen_run(ss_dec *d, const int32_t *prompt, long n_prompt, const ss_gen_opts *o,
             int32_t **out, long *n_out, long *n_new, ss_err *e);
 
+/* Continue *ids (*T of them) with M's KV cache: a decoder made with o for
+ * *T + g->max_new positions, the stop ids of M's folder (gen_eos_ids; g's
+ * eos and n_eos are ignored), gen_run.  *ids (malloc'd) is then replaced by
+ * the whole sequence, *T its length, *n_new the continuation's; st, when
+ * not NULL, is initialised and records the statistics of every position
+ * while generating (dec_record); *secs: the generation's wall time. */
+int gen_continue(const ss_model *M, int32_t **ids, long *T, const ss_dec_opts *o,
+                 const ss_gen_opts *g, ss_genstats *st, double *secs, long *n_new, ss_err *e);
+
 #endif

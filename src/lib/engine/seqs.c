@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/tsv.h"
+
 void seqs_free(ss_seqs *s)
 {
 	for (size_t i = 0; s->v && i < s->n; i++) {
@@ -122,5 +124,29 @@ int seqs_read(ss_seqs *s, const ss_seq_src *src, tok *t, ss_err *e)
 	for (size_t i = 0; src->out_pattern && i < s->n; i++)
 		if (!(s->v[i].out = out_name(src->out_pattern, s->v[i].row, e)))
 			return -1;
+	return 0;
+}
+
+int seqs_print_tokens(FILE *f, const ss_seqs *s, const tok *t, int with_row, ss_err *e)
+{
+	fputs(with_row ? "row\ti\tid\tpiece\n" : "i\tid\tpiece\n", f);
+	for (size_t k = 0; k < s->n; k++) {
+		const ss_seq *q = &s->v[k];
+		size_t *off = ss_malloc((size_t)q->T + 1, sizeof *off, "token pieces", e);
+		char *p = off ? tok_pieces(t, q->ids, (size_t)q->T, off, e) : NULL;
+		if (!p) {
+			free(off);
+			return ss_err_prefix(e, "%s", q->name);
+		}
+		for (long i = 0; i < q->T; i++) {
+			if (with_row)
+				fprintf(f, "%ld\t", q->row);
+			fprintf(f, "%ld\t%d\t", i, q->ids[i]);
+			tsv_put_escaped(f, p + off[i], off[i + 1] - off[i]);
+			fputc('\n', f);
+		}
+		free(p);
+		free(off);
+	}
 	return 0;
 }

@@ -7,6 +7,7 @@
 #define SS_SEQS_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "engine/gen.h"
 #include "tok/tok.h"
 #include "util/err.h"
@@ -45,5 +46,10 @@ typedef struct ss_seq_src {
  * sequence of no tokens (as Hugging Face tokenizes "" to []). */
 int seqs_read(ss_seqs *s, const ss_seq_src *src, tok *t, ss_err *e);
 void seqs_free(ss_seqs *s);
+
+/* The sequences' tokens as a TSV table to f: "i id piece", or with
+ * with_row "row i id piece" (every row of a collection); the pieces are t's
+ * decoded text of each id, escaped (tsv_put_escaped). */
+int seqs_print_tokens(FILE *f, const ss_seqs *s, const tok *t, int with_row, ss_err *e);
 
 #endif
