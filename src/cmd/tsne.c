@@ -69,30 +69,6 @@ static const ss_prog prog = {
 	opts,
 };
 
-static int parse_only(const char *s, unsigned *mask, ss_err *e)
-{
-	*mask = 0;
-	char *c = strdup(s), *save = NULL;
-	if (!c)
-		return ss_err_set(e, "out of memory");
-	for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		int k;
-		for (k = 0; k < DECISION_NONE; k++)
-			if (!strcmp(t, decision_lab_name[k]))
-				break;
-		if (k == DECISION_NONE) {
-			ss_err_status(e, SS_EXIT_USAGE, "--only: unknown label '%s' (future, twin, control, other)", t);
-			free(c);
-			return -1;
-		}
-		*mask |= 1u << k;
-	}
-	free(c);
-	if (!*mask)
-		return ss_err_status(e, SS_EXIT_USAGE, "--only: empty list");
-	return 0;
-}
-
 /* ------------------------------------------------------------ progress */
 
 static void on_progress(void *ctx, const char *phase, double done, double total)
@@ -120,26 +96,6 @@ static void params(ss_tsne_params *p, ss_progress *pg)
 	p->progress_ctx = pg;
 }
 
-/* --level "K[,K...]": levels 1 and up */
-static int parse_levels(const char *s, ss_err *e)
-{
-	size_t m = 1;
-	for (const char *p = s; *p; p++)
-		m += *p == ',';
-	if (!(want_level = ss_malloc(m, sizeof *want_level, "levels", e)))
-		return -1;
-	for (const char *p = s;; p++) {
-		char *end;
-		long v = strtol(p, &end, 10);
-		if (end == p || v < 1 || (*end && *end != ','))
-			return ss_err_status(e, SS_EXIT_USAGE, "--level '%s': expected levels K[,K...], each >= 1", s);
-		want_level[n_want++] = v;
-		p = end;
-		if (!*p)
-			return 0;
-	}
-}
-
 /* ------------------------------------------------------------------- main */
 
 /* usage checks of the options alone */
@@ -160,7 +116,7 @@ static int check_options(unsigned *only, unsigned *classes, decision_rule *rule,
 	                  : o_perm < 1 || o_perm > 100000 ? "--permutations: must be 1 to 100000" : NULL;
 	if (bad)
 		return ss_err_status(e, SS_EXIT_USAGE, "%s", bad);
-	if (o_only && parse_only(o_only, only, e) < 0)
+	if (o_only && decision_parse_labels(o_only, "--only", only, e) < 0)
 		return -1;
 	if (tokclass_parse(o_classes, classes, e) < 0) {
 		e->status = SS_EXIT_USAGE;
@@ -175,7 +131,7 @@ static int check_options(unsigned *only, unsigned *classes, decision_rule *rule,
 		if (*end || rule->lo > rule->hi || end == o_lstart)
 			return ss_err_status(e, SS_EXIT_USAGE, "--l-start: expected A-B, got '%s'", o_lstart);
 	}
-	if (o_level && parse_levels(o_level, e) < 0)
+	if (o_level && decision_parse_levels(o_level, "--level", &want_level, &n_want, e) < 0)
 		return -1;
 	rule->levels = want_level;
 	rule->n_levels = n_want;
@@ -262,17 +218,8 @@ static int label_rows(ss_matrix *R, const decision_set *d, unsigned only, ss_err
 		if (decision_label_rows(d, R, o_layer, e) < 0)
 			return -1;
 	} else {
-		if (!(R->lab = ss_malloc(R->n ? R->n : 1, sizeof *R->lab, "labels", e)))
+		if (decision_label_text(R, e) < 0)
 			return -1;
-		for (long i = 0; i < R->n; i++) {
-			R->lab[i] = DECISION_NONE;
-			if (R->ltext && R->ltext[i]) {
-				R->lab[i] = DECISION_OTHER;
-				for (int k = 0; k < DECISION_NONE; k++)
-					if (!strcmp(R->ltext[i], decision_lab_name[k]))
-						R->lab[i] = k;
-			}
-		}
 	}
 	if (only) {
 		if (!o_labels && !R->ltext)

@@ -446,3 +446,63 @@ void decision_scan_write(FILE *f, const decision_row *r, long n, long decision)
 		fprintf(f, "\t%d\n", decision && o->layer == decision);
 	}
 }
+
+int decision_label_text(ss_matrix *m, ss_err *e)
+{
+	if (!(m->lab = ss_malloc(m->n ? m->n : 1, sizeof *m->lab, "labels", e)))
+		return -1;
+	for (long i = 0; i < m->n; i++) {
+		m->lab[i] = DECISION_NONE;
+		if (m->ltext && m->ltext[i]) {
+			m->lab[i] = DECISION_OTHER;
+			for (int k = 0; k < DECISION_NONE; k++)
+				if (!strcmp(m->ltext[i], decision_lab_name[k]))
+					m->lab[i] = k;
+		}
+	}
+	return 0;
+}
+
+int decision_parse_labels(const char *s, const char *what, unsigned *mask, ss_err *e)
+{
+	*mask = 0;
+	char *c = ss_strdup(s, e), *save = NULL;
+	if (!c)
+		return -1;
+	for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int k;
+		for (k = 0; k < DECISION_NONE; k++)
+			if (!strcmp(t, decision_lab_name[k]))
+				break;
+		if (k == DECISION_NONE) {
+			ss_err_status(e, SS_EXIT_USAGE, "%s: unknown label '%s' (future, twin, control, other)", what, t);
+			free(c);
+			return -1;
+		}
+		*mask |= 1u << k;
+	}
+	free(c);
+	if (!*mask)
+		return ss_err_status(e, SS_EXIT_USAGE, "%s: empty list", what);
+	return 0;
+}
+
+int decision_parse_levels(const char *s, const char *what, long **levels, size_t *n, ss_err *e)
+{
+	size_t m = 1;
+	for (const char *p = s; *p; p++)
+		m += *p == ',';
+	*n = 0;
+	if (!(*levels = ss_malloc(m, sizeof **levels, "levels", e)))
+		return -1;
+	for (const char *p = s;; p++) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p || v < 1 || (*end && *end != ','))
+			return ss_err_status(e, SS_EXIT_USAGE, "%s '%s': expected levels K[,K...], each >= 1", what, s);
+		(*levels)[(*n)++] = v;
+		p = end;
+		if (!*p)
+			return 0;
+	}
+}

@@ -80,6 +80,17 @@ void decision_free(decision_set *d);
 int decision_label(const decision_set *d, int si, long pos, long l);
 /* Allocate and fill m->lab for rows read at layer l. */
 int decision_label_rows(const decision_set *d, ss_matrix *m, long l, ss_err *e);
+/* Allocate and fill m->lab from the rows' label column m->ltext: a label's
+ * name (decision_lab_name), OTHER for any other text, NONE without one. */
+int decision_label_text(ss_matrix *m, ss_err *e);
+
+/* A comma-separated list of label names (future, twin, control, other) as
+ * a bit mask (1 << label); an unknown name or an empty list is a usage
+ * error naming option what. */
+int decision_parse_labels(const char *s, const char *what, unsigned *mask, ss_err *e);
+/* "K[,K...]", levels 1 and up, into *levels (malloc'd; *n of them); else a
+ * usage error naming option what. */
+int decision_parse_levels(const char *s, const char *what, long **levels, size_t *n, ss_err *e);
 
 /* One comparison of a layer: FUTURE (class 0) against TWIN or CONTROL
  * (class 1), in the full space of the vectors. */
