@@ -72,4 +72,13 @@ PYEOF
 done
 got=$(paste <(col "$TMP/org.lev.bf16" l_start) <(col "$TMP/org.lev.bf16" lifetime) | sort -k1,1n -k2,2n | tr '\t\n' ', ')
 t_eq "organism --compute bf16: sinklevels finds exactly the planted levels (l_start,lifetime)" "$want" "$got"
+# A layer with more matrices than a table of fixed size held (a 64-expert
+# MoE: 3 x 64 + 4 per layer) packs them all for oneDNN: no "refused"
+# warning and no expert silently left to sgemm in f32 (the fixed table of 48
+# printed one warning per expert product and ran those experts in f32)
+$PY "$SS_ROOT/tests/tools/mkmodel.py" --arch qwen3moe --layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 \
+	--inter 128 --moe-inter 32 --experts 64 --topk 4 --vocab 500 "$TMP/moe64" >/dev/null
+seq 1 200 >"$TMP/moe.ids"
+err=$(actdump -m "$TMP/moe64" --ids "$TMP/moe.ids" -o "$TMP/moe.h5" --compute bf16 2>&1); rc=$?
+t_eq "a 64-expert MoE in bf16: every expert through the matmul, silently" "0 " "$rc $err"
 t_done

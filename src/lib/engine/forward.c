@@ -206,6 +206,7 @@ void fwd_free(ss_fwd *f)
 	pool_free(f->pool);
 	for (int i = 0; i < f->npk; i++)
 		mm_w_free(f->pk[i].pw);
+	free(f->pk);
 	mm_free(f->mm);
 	attn_free(f->attn);
 	free(f->lw);

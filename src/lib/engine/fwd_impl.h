@@ -14,7 +14,6 @@
 #include "util/pool.h"
 
 #define QBLOCK 32   /* queries per attention block */
-#define FWD_NPACK 48 /* packed matrices held (a layer's, its experts' too) */
 
 struct ss_fwd {
 	const ss_model *m;
@@ -92,8 +91,8 @@ struct ss_fwd {
 		long N, K, ldw;
 		unsigned long gen;  /* W's packing is current when gen == wgen */
 		ss_mm_w *pw;
-	} pk[FWD_NPACK];
-	int npk;
+	} *pk;                  /* a layer's matrices, its experts' too (grown) */
+	int npk, cap_pk;
 	int mm_failed;          /* oneDNN refused a product: sgemm from then on */
 };
 

@@ -10,6 +10,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 const char *const ss_hook_names[SS_HOOK_N] = {"resid", "attn_out", "mlp_in", "mlp_out"};
 
@@ -103,9 +104,17 @@ static const ss_mm_w *packed(ss_fwd *f, const float *W, const uint16_t *Wb, long
 			reuse = p;
 	}
 	if (!reuse) {
-		if (f->npk == FWD_NPACK)
-			return NULL;
+		if (f->npk == f->cap_pk) {   /* a layer with more matrices (experts) */
+			int cap = f->cap_pk ? 2 * f->cap_pk : 16;
+			struct fwd_pack *pk = realloc(f->pk, (size_t)cap * sizeof *pk);
+			if (!pk) {
+				f->mm_failed = 1;
+				return NULL;
+			}
+			f->pk = pk, f->cap_pk = cap;
+		}
 		reuse = &f->pk[f->npk++];
+		reuse->pw = NULL;
 	}
 	ss_err e = {0};
 	double t = ss_now();
