@@ -82,8 +82,8 @@ static int check_opts(int argc, char **argv, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--max-tokens: %ld is negative", max_tokens);
 	if (ss_opt_threads(&threads, e) < 0)
 		return -1;
-	if (mm_compute_parse(compute_opt, &compute) < 0)
-		return ss_err_status(e, SS_EXIT_USAGE, "--compute: expected f32 or bf16, not '%s'", compute_opt);
+	if (mm_compute_parse(compute_opt, &compute, e) < 0)
+		return -1;
 	if (prompt_fmt_parse(prompt_fmt_opt, &prompt_fmt, e) < 0)
 		return -1;
 	if (prompt_fmt != SS_PF_RAW && ids_path)

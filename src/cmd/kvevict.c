@@ -109,8 +109,8 @@ static int check_opts(int argc, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--first: %ld is negative", first_opt);
 	if (ss_opt_threads(&threads, e) < 0)
 		return -1;
-	if (mm_compute_parse(compute_opt, &compute) < 0)
-		return ss_err_status(e, SS_EXIT_USAGE, "--compute: expected f32 or bf16, not '%s'", compute_opt);
+	if (mm_compute_parse(compute_opt, &compute, e) < 0)
+		return -1;
 	if (!(sp.tau_cos > -1 && sp.tau_cos < 1))
 		return ss_err_status(e, SS_EXIT_USAGE, "--tau-cos: %g outside (-1, 1)", sp.tau_cos);
 	if (!(sp.tau_norm > 0))

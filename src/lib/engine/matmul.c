@@ -58,14 +58,14 @@ const char *mm_compute_name(ss_compute c)
 	return c == SS_COMPUTE_BF16 ? "bf16" : "f32";
 }
 
-int mm_compute_parse(const char *s, ss_compute *out)
+int mm_compute_parse(const char *s, ss_compute *out, ss_err *e)
 {
 	if (!strcmp(s, "f32"))
 		*out = SS_COMPUTE_F32;
 	else if (!strcmp(s, "bf16"))
 		*out = SS_COMPUTE_BF16;
 	else
-		return -1;
+		return ss_err_status(e, SS_EXIT_USAGE, "--compute: expected f32 or bf16, not '%s'", s);
 	return 0;
 }
 

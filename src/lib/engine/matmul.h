@@ -37,8 +37,9 @@ typedef enum ss_compute {
 
 /* "f32" / "bf16" */
 const char *mm_compute_name(ss_compute c);
-/* s is "f32" or "bf16": *out set, 0; anything else: -1 */
-int mm_compute_parse(const char *s, ss_compute *out);
+/* --compute s: "f32" or "bf16" sets *out; anything else is the usage error
+ * "--compute: expected f32 or bf16, not 's'" */
+int mm_compute_parse(const char *s, ss_compute *out, ss_err *e);
 
 /* The option row every program running the forward pass shares (util/opt.h):
  *   static const char *compute_opt = "f32";   ... SS_COMPUTE_OPT(compute_opt),

@@ -19,9 +19,8 @@ int interv_cli_check(ss_interv_cli *c, int operands, ss_err *e)
 		                     operands);
 	if (ss_opt_threads(&c->threads, e) < 0)
 		return -1;
-	if (mm_compute_parse(c->compute_s ? c->compute_s : "f32", &c->compute) < 0)
-		return ss_err_status(e, SS_EXIT_USAGE, "--compute: expected f32 or bf16, not '%s'",
-		                     c->compute_s);
+	if (mm_compute_parse(c->compute_s ? c->compute_s : "f32", &c->compute, e) < 0)
+		return -1;
 	if (!(c->sp.tau_cos > -1 && c->sp.tau_cos < 1))
 		return ss_err_status(e, SS_EXIT_USAGE, "--tau-cos: %g outside (-1, 1)", c->sp.tau_cos);
 	if (!(c->sp.tau_norm > 0))
