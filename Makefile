@@ -14,11 +14,12 @@ BINDIR  ?= bin
 CC      ?= cc
 PKGS    := hdf5 openblas lapacke yaml-0.1 jansson yajl libpcre2-8 libutf8proc
 OPT     ?= -O2 -g
-# baseline x86-64; files named *_avx2.c, *_avx512.c, *_avx512bf16.c are
-# compiled for that level and chosen at run time (src/lib/util/cpu.h)
+# baseline x86-64; files named *_avx2.c, *_avx512.c, *_avx512bf16.c, *_amx.c
+# are compiled for that level and chosen at run time (src/lib/util/cpu.h)
 ISA_avx2       := -mavx2 -mfma -mf16c
 ISA_avx512     := $(ISA_avx2) -mavx512f -mavx512bw -mavx512vl -mavx512dq
 ISA_avx512bf16 := $(ISA_avx512) -mavx512bf16
+ISA_amx        := $(ISA_avx512bf16) -mamx-tile -mamx-bf16
 isa = $(ISA_$(lastword $(subst _, ,$(notdir $(basename $<)))))
 CFLAGS  ?= $(OPT)
 SS_CFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Isrc/lib -pthread \

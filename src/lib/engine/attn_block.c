@@ -13,7 +13,7 @@ const attn_kops *attn_kern(void)
 {
 	/* AVX512_BF16 adds nothing to the f32 tiles */
 	static const attn_kops *const k[SS_ISA_N] = {&attn_kops_c, &attn_kops_avx2, &attn_kops_avx512,
-	                                             &attn_kops_avx512};
+	                                             &attn_kops_avx512, &attn_kops_avx512};
 	return k[ss_cpu_isa()];
 }
 
@@ -25,7 +25,7 @@ const char *attn_kernels_name(void)
 const attn_kops16 *attn_kern16(void)
 {
 	static const attn_kops16 *const k[SS_ISA_N] = {&attn_kops16_c, &attn_kops16_avx2, &attn_kops16_avx512,
-	                                               &attn_kops16_avx512bf16};
+	                                               &attn_kops16_avx512bf16, &attn_kops16_avx512bf16};
 	return k[ss_cpu_isa()];
 }
 

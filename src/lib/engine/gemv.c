@@ -201,7 +201,8 @@ static int path = -1;
 
 ss_gemv_path gemv_cpu_best(void)
 {
-	return (ss_gemv_path)ss_cpu_best();   /* the same order of levels */
+	ss_isa b = ss_cpu_best();   /* the same order of levels, AMX adding nothing here */
+	return (ss_gemv_path)(b > SS_ISA_AVX512BF16 ? SS_ISA_AVX512BF16 : b);
 }
 
 const char *gemv_path_name(ss_gemv_path p)
@@ -217,7 +218,9 @@ void gemv_set_path(ss_gemv_path p)
 
 static ss_gemv_path chosen(void)
 {
-	return path < 0 ? (ss_gemv_path)ss_cpu_isa() : (ss_gemv_path)path;
+	ss_isa l = ss_cpu_isa();
+	l = l > SS_ISA_AVX512BF16 ? SS_ISA_AVX512BF16 : l;
+	return path < 0 ? (ss_gemv_path)l : (ss_gemv_path)path;
 }
 
 ss_gemv_path gemv_dot_path(void)

@@ -5,7 +5,8 @@
 #include "util/cpu.h"
 
 /* AVX512_BF16 adds nothing to these kernels: its rows are AVX-512's */
-static const k_ops *const ops[SS_ISA_N] = {&k_ops_c, &k_ops_avx2, &k_ops_avx512, &k_ops_avx512};
+static const k_ops *const ops[SS_ISA_N] = {&k_ops_c, &k_ops_avx2, &k_ops_avx512, &k_ops_avx512,
+                                           &k_ops_avx512};
 
 #define K (ops[ss_cpu_isa()])
 

@@ -77,7 +77,7 @@ static inline float half_at(const uint16_t *s, long i, int bf16)
 
 const char *st_conv_kernels_name(void)
 {
-	static const char *const n[SS_ISA_N] = {"c", "avx2", "avx512", "avx512"};
+	static const char *const n[SS_ISA_N] = {"c", "avx2", "avx512", "avx512", "avx512"};
 	return n[ss_cpu_isa()];
 }
 

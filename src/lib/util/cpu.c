@@ -8,8 +8,12 @@
 #if defined __x86_64__ || defined __i386__
 #include <cpuid.h>
 #endif
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
-static const char *const names[SS_ISA_N] = {"c", "avx2", "avx512", "avx512bf16"};
+static const char *const names[SS_ISA_N] = {"c", "avx2", "avx512", "avx512bf16", "amx"};
 static ss_isa best = SS_ISA_C;
 static atomic_int level = -1;   /* in use; -1 before init */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -20,6 +24,19 @@ static unsigned long long xgetbv0(void)
 	unsigned lo, hi;
 	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
 	return ((unsigned long long)hi << 32) | lo;
+}
+
+/* Linux enables the 8 KiB tile data state per process on request
+ * (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA; kernel 5.16+);
+ * without it the first tile instruction faults.  The permission is the
+ * whole process's, so asking once here covers every thread. */
+static int amx_permitted(void)
+{
+#if defined __linux__ && defined SYS_arch_prctl
+	return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+	return 0;
+#endif
 }
 
 static ss_isa detect(void)
@@ -43,7 +60,12 @@ static ss_isa detect(void)
 	unsigned a1 = 0, b1, c1, d1;
 	if (!__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) || !(a1 >> 5 & 1))
 		return SS_ISA_AVX512;
-	return SS_ISA_AVX512BF16;
+	int amx_bf16 = d >> 22 & 1, amx_tile = d >> 24 & 1;   /* leaf 7.0 EDX */
+	if (!amx_bf16 || !amx_tile || (xcr0 & 0x60000) != 0x60000)   /* XTILECFG, XTILEDATA */
+		return SS_ISA_AVX512BF16;
+	if (!amx_permitted())
+		return SS_ISA_AVX512BF16;
+	return SS_ISA_AMX;
 }
 #else
 static ss_isa detect(void) { return SS_ISA_C; }
@@ -110,7 +132,7 @@ int ss_cpu_check(ss_err *e)
 	char have[64];
 	levels_upto(b, have, sizeof have);
 	if (ss_isa_parse(s, &v) < 0)
-		return ss_err_status(e, SS_EXIT_USAGE, "SINKSCOPE_ISA=%s: not one of c, avx2, avx512, avx512bf16", s);
+		return ss_err_status(e, SS_EXIT_USAGE, "SINKSCOPE_ISA=%s: not one of c, avx2, avx512, avx512bf16, amx", s);
 	if (v > b)
 		return ss_err_status(e, SS_EXIT_USAGE, "SINKSCOPE_ISA=%s: this CPU lacks it (it has %s)", s, have);
 	return 0;

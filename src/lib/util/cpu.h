@@ -2,7 +2,7 @@
  *
  * The suite is compiled for baseline x86-64; the hand-written kernels exist
  * once per level below, each in its own compile unit (files named
- * *_avx2.c, *_avx512.c, *_avx512bf16.c get that level's -m flags from the
+ * *_avx2.c, *_avx512.c, *_avx512bf16.c, *_amx.c get that level's -m flags from the
  * Makefile), and each caller picks the unit of ss_cpu_isa():
  *
  *     switch (ss_cpu_isa()) { case SS_ISA_AVX512BF16: ... }
@@ -13,9 +13,13 @@
  *   SS_ISA_AVX2        AVX2 + FMA + F16C (x86-64-v3's vector part)
  *   SS_ISA_AVX512      AVX-512 F, BW, VL, DQ
  *   SS_ISA_AVX512BF16  AVX-512 and AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16)
- * A level counts only when the OS saves its registers (XGETBV).
+ *   SS_ISA_AMX         AVX512_BF16 and AMX-TILE + AMX-BF16 (tdpbf16ps);
+ *                      files *_amx.c (attention's bf16 tiles alone)
+ * A level counts only when the OS saves its registers (XGETBV); AMX also
+ * needs Linux's permission for the tile data (arch_prctl
+ * ARCH_REQ_XCOMP_PERM), asked for once when the level is first read.
  *
- * The environment variable SINKSCOPE_ISA=c|avx2|avx512|avx512bf16 forces
+ * The environment variable SINKSCOPE_ISA=c|avx2|avx512|avx512bf16|amx forces
  * a lower level (tests run every path the machine has this way).  Every
  * program checks it when it parses its options (ss_opt_parse calls
  * ss_cpu_check): a name that is no level, or a level this CPU lacks, is a
@@ -33,6 +37,7 @@ typedef enum ss_isa {
 	SS_ISA_AVX2,
 	SS_ISA_AVX512,
 	SS_ISA_AVX512BF16,
+	SS_ISA_AMX,
 	SS_ISA_N
 } ss_isa;
 
@@ -41,7 +46,7 @@ typedef enum ss_isa {
 ss_isa ss_cpu_isa(void);
 /* the best level this CPU (and OS) supports */
 ss_isa ss_cpu_best(void);
-/* "c", "avx2", "avx512", "avx512bf16" */
+/* "c", "avx2", "avx512", "avx512bf16", "amx" */
 const char *ss_isa_name(ss_isa isa);
 /* name -> level; -1 when the name is none of them */
 int ss_isa_parse(const char *name, ss_isa *isa);
