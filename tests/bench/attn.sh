@@ -19,6 +19,9 @@
 # f32 sums; its kernels named on the first line) runs in the same turns:
 # each run prints "bf16" with its ratio to "new" (f32) from that run and
 # the load average at its end; the medians of those ratios per length.
+# On a CPU with AMX, "bf16" runs the AMX tiles (bf16-amx) and "vdp" the
+# same mode on the vdpbf16ps tiles (bf16-avx512bf16) in the same turns;
+# SINKSCOPE_ISA=avx512bf16 makes "bf16" the vdpbf16ps one (no "vdp").
 set -u
 : "${SS_ROOT:=$(cd "$(dirname "$0")/../.." && pwd)}" "${SS_BUILD:=$SS_ROOT/build}"
 B=$SS_BUILD/bench
@@ -51,16 +54,21 @@ one() {
 		-v own="$(awk '{print $1+$2}' "$B/attn-time.txt")" '{
 		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		f = ((b1 - b0) / hz - own) / (t1 - t0); if (f < 0) f = 0
-		for (k = 0; k < 3; k++) {
-			p = k == 2 ? "bf16_" : k ? "" : "old_"
+		for (k = 0; k < 4; k++) {
+			p = k == 3 ? "vdp_" : k == 2 ? "bf16_" : k ? "" : "old_"
+			if (!((p "attn_gflops") in v)) continue
 			printf "%-4s T=%-5d attn %6.1f GFLOP/s (%5.1f%% of sgemm %6.1f)  cpu %6.1f (%5.1f%% of %6.1f)  decode %6.1f us  sum_recv %s  foreign load %.2f cores%s\n",
-				k == 2 ? "bf16" : k ? "new" : "old", v["T"], v[p "attn_gflops"], 100 * v[p "ratio"], v["sgemm_gflops"],
+				k == 3 ? "vdp" : k == 2 ? "bf16" : k ? "new" : "old", v["T"], v[p "attn_gflops"], 100 * v[p "ratio"], v["sgemm_gflops"],
 				v[p "attn_gflops_cpu"], 100 * v[p "ratio_cpu"], v["sgemm_gflops_cpu"], v[p "decode_us"], v[p "sum_recv"], f,
 				(f > 0.25 ? "  LOADED" : "")
 		}
-		printf "ratio T=%-5d bf16/f32 %.3f (attn GFLOP/s, this run)  cpu %.3f  kernels %s vs %s  load average %s\n",
+		printf "ratio T=%-5d bf16/f32 %.3f (attn GFLOP/s, this run)  cpu %.3f  kernels %s vs %s",
 			v["T"], v["bf16_attn_gflops"] / v["attn_gflops"], v["bf16_attn_gflops_cpu"] / v["attn_gflops_cpu"],
-			v["bf16_kernels"], v["kernels"], la
+			v["bf16_kernels"], v["kernels"]
+		if ("vdp_attn_gflops" in v)
+			printf "  vdp/f32 %.3f (cpu %.3f, %s)", v["vdp_attn_gflops"] / v["attn_gflops"],
+				v["vdp_attn_gflops_cpu"] / v["attn_gflops_cpu"], v["vdp_kernels"]
+		printf "  load average %s\n", la
 	}'
 }
 med() { sort -n | awk -v d="${1:-1}" '{r[NR] = $1} END {printf "%." d "f", NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2}'; }
@@ -71,11 +79,14 @@ for T in ${BENCH_T:-512 2048 8192}; do
 	for rep in $(seq "${BENCH_REPS:-3}"); do
 		one "$T" | tee -a "$B/attn-runs.txt"
 	done
-	for n in old new bf16; do
+	for n in old new bf16 vdp; do
+		grep -q "^$n " "$B/attn-runs.txt" || continue
 		g=$(grep "^$n " "$B/attn-runs.txt" | sed 's/.*attn *\([0-9.]*\) GFLOP.*/\1/' | med)
 		r=$(grep "^$n " "$B/attn-runs.txt" | sed 's/.*(\( *[0-9.]*\)% of sgemm.*/\1/' | med)
 		rc=$(grep "^$n " "$B/attn-runs.txt" | sed 's/.*cpu *[0-9.]* (\( *[0-9.]*\)% of.*/\1/' | med)
 		echo "# $n T=$T: median attn $g GFLOP/s, $r% of sgemm (cpu $rc%) over ${BENCH_REPS:-3} runs"
 	done
 	echo "# bf16/f32 T=$T: median ratio $(grep '^ratio ' "$B/attn-runs.txt" | sed 's/.*bf16\/f32 \([0-9.]*\).*/\1/' | med 3) over ${BENCH_REPS:-3} runs (each from one run)"
+	grep -q ' vdp/f32 ' "$B/attn-runs.txt" &&
+		echo "# vdp/f32 T=$T: median ratio $(grep '^ratio ' "$B/attn-runs.txt" | sed 's/.* vdp\/f32 \([0-9.]*\).*/\1/' | med 3) over ${BENCH_REPS:-3} runs"
 done

@@ -123,14 +123,14 @@ done
 # the same reference and tolerance, on two variants that between them reach
 # GQA, bf16 and f16 conversion, the sliding window and partial RoPE; the
 # --timings line names the kernels each run used.
-for l in c avx2 avx512 avx512bf16; do
+for l in c avx2 avx512 avx512bf16 amx; do
 	SINKSCOPE_ISA=$l actdump --version >/dev/null 2>&1
 	if ! SINKSCOPE_ISA=$l actdump -m "$M/qwen2-bf16-sh" --ids "$TMP/ids" -o "$TMP/isa-$l.h5" --timings \
 		2>"$TMP/isa-$l.err"; then
 		if grep -q 'lacks it' "$TMP/isa-$l.err"; then t_skip "kernels $l" "this CPU lacks $l"; continue; fi
 		t_fail "SINKSCOPE_ISA=$l: actdump ran" "$(head -3 "$TMP/isa-$l.err")"; continue
 	fi
-	k=$([ $l = avx512bf16 ] && echo avx512 || echo $l)
+	k=$(case $l in avx512bf16|amx) echo avx512;; *) echo $l;; esac)
 	t_match "SINKSCOPE_ISA=$l: --timings names the kernels" \
 		"^actdump: kernels \\($l\\): attention $k \\(bf16 compute: bf16-$l\\), rows $k, bf16/f16 rows $k" \
 		"$(grep 'kernels' "$TMP/isa-$l.err")"

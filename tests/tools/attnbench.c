@@ -17,7 +17,10 @@
  * so the machine's drift and other processes' bursts hit all alike.
  * The bf16 compute mode (attn_set_compute: bf16 products, f32 sums) runs
  * in the same turns as a third variant (the bf16_ figures; the same FLOP
- * count; sum_o agrees with f32 to bf16 rounding, sum_recv closely). */
+ * count; sum_o agrees with f32 to bf16 rounding, sum_recv closely).  On a
+ * CPU with AMX (util/cpu.h) the bf16 variant runs its AMX tiles and a
+ * fourth, vdp_, the same mode on the vdpbf16ps tiles (SS_ISA_AVX512BF16
+ * forced around its creation and its runs; vdp_kernels names them). */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +28,7 @@
 #include <time.h>
 
 #include "engine/attention.h"
+#include "util/cpu.h"
 #include "util/pool.h"
 #include "util/progress.h"
 
@@ -68,7 +72,25 @@ typedef struct variant {
 	           ss_err *);
 	ss_attn *a;
 	double best, bestc, so, sr, dec;
+	int isa;   /* the level its calls run at (ss_cpu_force); -1: the process's */
 } variant;
+
+/* v's level from here to level_end */
+static int level_begin(const variant *v)
+{
+	int was = (int)ss_cpu_isa();
+	ss_err e = {0};
+	if (v->isa >= 0)
+		ss_cpu_force((ss_isa)v->isa, &e);
+	return was;
+}
+
+static void level_end(const variant *v, int was)
+{
+	ss_err e = {0};
+	if (v->isa >= 0)
+		ss_cpu_force((ss_isa)was, &e);
+}
 
 /* one decoding step: the last query against the T - 1 keys before it and
  * its own (best of reps, seconds) */
@@ -82,7 +104,10 @@ static double time_decode(variant *v, ss_pool *pool, long T, float *q, const flo
 		for (long i = 0; i < qd; i++)
 			q[(T - 1) * qd + i] = q0[(T - 1) * qd + i];
 		double t0 = ss_now();
-		if (v->run(v->a, pool, q + (T - 1) * qd, T - 1, 1, K, V, rs, T, &e) < 0) {
+		int was = level_begin(v);
+		int rc = v->run(v->a, pool, q + (T - 1) * qd, T - 1, 1, K, V, rs, T, &e);
+		level_end(v, was);
+		if (rc < 0) {
 			fprintf(stderr, "attnbench: %s\n", e.msg);
 			return -1;
 		}
@@ -101,12 +126,15 @@ static int time_attn(variant *v, ss_pool *pool, int th, long T, float *q, const 
 		q[i] = q0[i];
 	for (long i = 0; i < 14 * T; i++)
 		rs[i] = 0;
+	int was = level_begin(v);
 	double t0 = ss_now(), c0 = cpu_now();
-	if (v->run(v->a, pool, q, 0, T, K, V, rs, T, &e) < 0) {
+	int rc = v->run(v->a, pool, q, 0, T, K, V, rs, T, &e);
+	double t = ss_now() - t0, ct = (cpu_now() - c0) / th;
+	level_end(v, was);
+	if (rc < 0) {
 		fprintf(stderr, "attnbench: %s\n", e.msg);
 		return -1;
 	}
-	double t = ss_now() - t0, ct = (cpu_now() - c0) / th;
 	if (!first && t < v->best)
 		v->best = t;
 	if (!first && ct < v->bestc)
@@ -136,8 +164,20 @@ int main(int argc, char **argv)
 	long H = 14, hd = 64, qd = H * hd, kvd = 2 * hd;
 	ss_err e = {0};
 	ss_pool *pool;
-	variant nv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0}, ov = {old_attn_run, NULL, 1e30, 1e30, 0, 0, 0};
-	variant bv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0};
+	variant nv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0, -1}, ov = {old_attn_run, NULL, 1e30, 1e30, 0, 0, 0, -1};
+	variant bv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0, -1}, dv = {attn_run, NULL, 1e30, 1e30, 0, 0, 0, -1};
+	int vdp = ss_cpu_isa() >= SS_ISA_AMX;
+	const char *vdp_name = "none";
+	if (vdp) {   /* the vdpbf16ps tiles next to AMX's */
+		dv.isa = SS_ISA_AVX512BF16;
+		int was = level_begin(&dv);
+		vdp_name = attn_kernels16_name();
+		if (attn_create(&dv.a, &c, T, th, qb, &e) < 0 || attn_set_compute(dv.a, SS_COMPUTE_BF16, &e) < 0) {
+			fprintf(stderr, "attnbench: %s\n", e.msg);
+			return 1;
+		}
+		level_end(&dv, was);
+	}
 	int old = old_attn_create && old_attn_run && old_attn_free;
 	if (pool_create(&pool, th, &e) < 0 || attn_create(&nv.a, &c, T, th, qb, &e) < 0 ||
 	    attn_create(&bv.a, &c, T, th, qb, &e) < 0 || attn_set_compute(bv.a, SS_COMPUTE_BF16, &e) < 0 ||
@@ -179,6 +219,7 @@ int main(int argc, char **argv)
 	for (int rep = 0; rep < 4 || ss_now() - start < secs; rep++) {
 		if (time_attn(&nv, pool, th, T, q, q0, K, V, rs, rep == 0) < 0 ||
 		    time_attn(&bv, pool, th, T, q, q0, K, V, rs, rep == 0) < 0 ||
+		    (vdp && time_attn(&dv, pool, th, T, q, q0, K, V, rs, rep == 0) < 0) ||
 		    (old && time_attn(&ov, pool, th, T, q, q0, K, V, rs, rep == 0) < 0))
 			return 1;
 		double t0 = ss_now(), c0 = cpu_now();
@@ -195,17 +236,19 @@ int main(int argc, char **argv)
 	for (int r = 0; r < 3; r++) {
 		nv.dec = time_decode(&nv, pool, T, q, q0, K, V, rs, 50);
 		bv.dec = time_decode(&bv, pool, T, q, q0, K, V, rs, 50);
+		if (vdp)
+			dv.dec = time_decode(&dv, pool, T, q, q0, K, V, rs, 50);
 		if (old)
 			ov.dec = time_decode(&ov, pool, T, q, q0, K, V, rs, 50);
 	}
 	double sg = gflop / gb / 1e9, sgc = gflop / gbc / 1e9;
-	printf("T=%ld threads=%d kernels=%s bf16_kernels=%s sgemm_gflops=%.1f sgemm_gflops_cpu=%.1f", T, th,
-	       attn_kernels_name(), attn_kernels16_name(), sg, sgc);
-	for (int k = 0; k < 3; k++) {
-		if (k == 1 && !old)
+	printf("T=%ld threads=%d kernels=%s bf16_kernels=%s vdp_kernels=%s sgemm_gflops=%.1f sgemm_gflops_cpu=%.1f",
+	       T, th, attn_kernels_name(), attn_kernels16_name(), vdp_name, sg, sgc);
+	for (int k = 0; k < 4; k++) {
+		if ((k == 1 && !old) || (k == 3 && !vdp))
 			continue;
-		variant *v = k == 2 ? &bv : k ? &ov : &nv;
-		const char *p = k == 2 ? "bf16_" : k ? "old_" : "";
+		variant *v = k == 3 ? &dv : k == 2 ? &bv : k ? &ov : &nv;
+		const char *p = k == 3 ? "vdp_" : k == 2 ? "bf16_" : k ? "old_" : "";
 		double ag = aflop / v->best / 1e9, agc = aflop / v->bestc / 1e9;
 		printf(" %sattn_s=%.4f %sattn_gflops=%.1f %sratio=%.3f %sattn_gflops_cpu=%.1f %sratio_cpu=%.3f "
 		       "%ssum_o=%.6e %ssum_recv=%.9e %sdecode_us=%.1f",
@@ -214,6 +257,7 @@ int main(int argc, char **argv)
 	printf("\n");
 	attn_free(nv.a);
 	attn_free(bv.a);
+	attn_free(dv.a);
 	if (old)
 		old_attn_free(ov.a);
 	pool_free(pool);

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -284,11 +285,12 @@ static float bf16r(float f)   /* round to bf16, nearest even (as the engine and 
  * rounding are vdpbf16ps's, and no subnormal arises here.  (The C and
  * AVX2 levels' row kernels round exp differently, so their outputs are
  * held to the tolerance only.) */
-static void attn_case16(int id, long window, int threads, long t0, long n, long ktile, long hd)
+static void attn_case16h(int id, long window, int threads, long t0, long n, long ktile, long hd, long H,
+                         long Hkv, long qblock)
 {
-	static float *first[16];
-	ss_config c = {.n_heads = 6, .n_kv_heads = 2, .head_dim = hd, .sliding_window = window};
-	long T = t0 + n, H = 6, qd = H * hd, kvd = 2 * hd;
+	static float *first[32];
+	ss_config c = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = hd, .sliding_window = window};
+	long T = t0 + n, qd = H * hd, kvd = Hkv * hd;
 	float *q = malloc(sizeof(float) * (size_t)(n * qd)), *q0 = malloc(sizeof(float) * (size_t)(n * qd));
 	float *qr = malloc(sizeof(float) * (size_t)(n * qd));
 	float *K = malloc(sizeof(float) * (size_t)(T * kvd)), *V = malloc(sizeof(float) * (size_t)(T * kvd));
@@ -309,12 +311,12 @@ static void attn_case16(int id, long window, int threads, long t0, long n, long 
 	ss_pool *pool;
 	ss_attn *a;
 	assert_int_equal(pool_create(&pool, threads, &e), 0);
-	assert_int_equal(attn_create(&a, &c, T, threads, 16, &e), 0);
+	assert_int_equal(attn_create(&a, &c, T, threads, qblock, &e), 0);
 	if (ktile)
 		assert_int_equal(attn_set_key_tile(a, ktile, &e), 0);
 	assert_int_equal(attn_set_compute(a, SS_COMPUTE_BF16, &e), 0);
 	assert_int_equal(attn_run(a, pool, q, t0, n, K, V, rs, T, &e), 0);
-	double out[128], out0[128], *pr = malloc(sizeof(double) * (size_t)T), far = 0;
+	double out[160], out0[160], *pr = malloc(sizeof(double) * (size_t)T), far = 0;
 	for (long i = 0; i < n; i++)
 		for (long h = 0; h < H; h++) {
 			naive(&c, q0 + i * qd + h * hd, t0 + i, h, K, V, out0, pr);
@@ -351,6 +353,11 @@ static void attn_case16(int id, long window, int threads, long t0, long n, long 
 	free(q); free(q0); free(qr); free(K); free(V); free(Kr); free(Vr); free(rs); free(rn);
 }
 
+static void attn_case16(int id, long window, int threads, long t0, long n, long ktile, long hd)
+{
+	attn_case16h(id, window, threads, t0, n, ktile, hd, 6, 2, 16);
+}
+
 static void test_attention_bf16(void **st)
 {
 	attn_case16(0, 0, 1, 0, 37, 0, 8);
@@ -361,6 +368,49 @@ static void test_attention_bf16(void **st)
 	attn_case16(5, 0, 2, 0, 77, 0, 64);    /* Qwen2.5's head size */
 	attn_case16(6, 0, 1, 0, 45, 32, 7);    /* an odd head size: the pair padded */
 	attn_case16(7, 0, 2, 13, 50, 0, 128);  /* cached keys before the call */
+	/* AMX's edges (attn_kern_amx.c: 16 rows, 32 dimensions, 32 keys a
+	 * step): Qwen2.5's 7-head groups in blocks of 32 (224 rows) with a
+	 * last block of 13 (91 rows); 96 and 80 dimensions (three steps, two
+	 * and a half: the pad); 48-key tiles (pb rows padded past them); one
+	 * head a group (32 rows a block: none left over), 2 groups of 4; a
+	 * window; T just past a 32-key step and just short of one.  (Blocks
+	 * of fewer than PACK_MIN rows take the f32 sgemm path, so one head a
+	 * group needs blocks of 32.) */
+	attn_case16h(8, 0, 2, 0, 109, 0, 64, 14, 2, 32);
+	attn_case16h(9, 0, 1, 0, 95, 48, 96, 4, 4, 32);
+	attn_case16h(10, 0, 2, 7, 90, 0, 80, 8, 2, 16);
+	attn_case16h(11, 33, 2, 0, 129, 48, 64, 8, 2, 32);
+	attn_case16h(12, 0, 1, 0, 63, 32, 128, 7, 1, 24);
+	attn_case16h(13, 0, 2, 0, 300, 0, 160, 2, 1, 32);   /* tiles of 256 and a remainder of 44 */
+}
+
+/* attn_memory_estimate against the heap that attn_create and
+ * attn_set_compute(bf16) take (glibc's mallinfo2: bytes in use, mmapped
+ * blocks included), at the level in use (AMX's padded layout at amx): at
+ * least that, and within 2% + 64 KiB of it (malloc's headers and
+ * alignment are the slack).  Shapes whose buffers stay under 2 MiB:
+ * ss_malloc_big aligns larger ones to 2 MiB in address space, which
+ * mallinfo2 counts and memory does not hold. */
+static void test_attention_memory(void **st)
+{
+	static const long shape[][6] = {{14, 2, 64, 1000, 2, 32}, {4, 4, 128, 500, 1, 32}, {6, 2, 80, 300, 2, 16}};
+	for (int k = 0; k < 3; k++) {
+		ss_config c = {.n_heads = shape[k][0], .n_kv_heads = shape[k][1], .head_dim = shape[k][2]};
+		long T = shape[k][3], qb = shape[k][5];
+		int nth = (int)shape[k][4];
+		ss_err e = {0};
+		ss_attn *a;
+		struct mallinfo2 m0 = mallinfo2();
+		assert_int_equal(attn_create(&a, &c, T, nth, qb, &e), 0);
+		assert_int_equal(attn_set_compute(a, SS_COMPUTE_BF16, &e), 0);
+		struct mallinfo2 m1 = mallinfo2();
+		double used = (double)(m1.uordblks + m1.hblkhd) - (double)(m0.uordblks + m0.hblkhd);
+		double est = attn_memory_estimate(&c, T, nth, qb);
+		if (est < used || est > used * 1.02 + 65536)
+			fail_msg("attention memory, shape %d (%s): estimate %.0f bytes, allocated %.0f", k,
+			         attn_kernels16_name(), est, used);
+		attn_free(a);
+	}
 }
 
 /* Every row kernel of the level in use against references computed here
@@ -447,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_rope_llama3), cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_silu),      cmocka_unit_test(test_dtypes),
 		cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_bf16),
+		cmocka_unit_test(test_attention_memory),
 	};
 	/* the whole group once per level this CPU has, lowest first */
 	int rc = 0;

@@ -27,10 +27,14 @@
  * In the bf16 compute mode (attn_set_compute) the packed tiles take bf16
  * operands: keys and values packed in bf16 pairs (attn_impl.h: kb, vb),
  * the block's queries and each tile's P~ rounded to bf16, products summed
- * in f32 by vdpbf16ps or its emulation (attn_kern16_body.h); the online
- * softmax, l and recv are those of the f32 P~, as in f32. */
+ * in f32 by vdpbf16ps or its emulation (attn_kern16_body.h), or by AMX's
+ * tdpbf16ps on the same packings (attn_kern_amx.c: 16 rows a call, the
+ * buffers padded for it, a->amx); the online softmax, l and recv are
+ * those of the f32 P~, as in f32, and the key tiles the same. */
 #include "engine/attention.h"
 #include "engine/attn_impl.h"
+
+#include "util/cpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -43,14 +47,21 @@ static long ntiles(long maxT, long kt)
 	return (maxT + NP - 1 + kt - 1) / kt;
 }
 
+/* thread_alloc's and attn_set_compute's buffers, the bf16 mode's in their
+ * largest (AMX) layout whatever the mode: the caller (fwd_memory_estimate)
+ * does not say which, and they are half the f32 packing's size */
 double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock)
 {
 	double g = (double)(c->n_heads / c->n_kv_heads), rows = g * (double)qblock, hd = (double)c->head_dim;
+	double r16 = (double)(((long)rows + 15) / 16 * 16), nt = (double)ntiles(maxT, KTILE);
 	double hdp = (double)((c->head_dim + NP - 1) / NP * NP), tp = (double)((maxT + NP - 1) / NP * NP);
-	double per = 4.0 * (rows * (hd + hdp) + rows * (double)((ntiles(maxT, KTILE) + 1) * KTILE) +
-	                    g * (double)(maxT + NP) + rows * (2.0 + (double)ntiles(maxT, KTILE))) +
-	             8.0 * (rows + (double)c->n_heads * (double)maxT);
-	return per * (nth < 1 ? 1 : nth) + 4.0 * (double)c->n_kv_heads * tp * (hd + hdp);
+	double hde = (double)((c->head_dim + 31) / 32 * 32), kv = (double)c->n_kv_heads;
+	double per = 4.0 * (rows * hd + r16 * hdp + rows * nt * KTILE + r16 * KTILE + g * (double)(maxT + NP) +
+	                    rows * (2.0 + nt)) +
+	             8.0 * (rows + (double)c->n_heads * (double)maxT) +
+	             2.0 * r16 * (hde + (double)((KTILE + 31) / 32 * 32));   /* qb, pb */
+	double shared = 4.0 * kv * tp * (hd + hdp) + 2.0 * kv * (tp + 2 * NP) * (hde + hdp);   /* kp vp, kb vb */
+	return per * (nth < 1 ? 1 : nth) + shared;
 }
 
 static void thread_free(attn_thread *p)
@@ -78,11 +89,11 @@ static void thread_free(attn_thread *p)
 
 static int thread_alloc(ss_attn *a, attn_thread *p, ss_err *e)
 {
-	size_t rows = (size_t)(a->g * a->qb);
+	size_t rows = (size_t)(a->g * a->qb), r16 = (rows + 15) / 16 * 16;   /* og, sl: room for AMX's 16 */
 	if (!(p->qg = ss_malloc(rows * (size_t)a->hd, 4, "attention queries", e)) ||
-	    !(p->og = ss_malloc(rows * (size_t)a->hdp, 4, "attention output", e)) ||
+	    !(p->og = ss_calloc(r16 * (size_t)a->hdp, 4, "attention output", e)) ||
 	    !(p->s = ss_malloc_big(rows * (size_t)(a->ntile * a->kt), 4, "attention scores", e)) ||
-	    !(p->sl = ss_malloc(rows * (size_t)a->kt, 4, "attention scores", e)) ||
+	    !(p->sl = ss_calloc(r16 * (size_t)a->kt, 4, "attention scores", e)) ||
 	    !(p->csum = ss_malloc((size_t)(a->g * (a->maxT + NP)), 4, "attention sums", e)) ||
 	    !(p->mx = ss_malloc(rows, 4, "attention sums", e)) ||
 	    !(p->al = ss_malloc(rows, 4, "attention sums", e)) ||
@@ -130,6 +141,9 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 	a->hdp = (a->hd + NP - 1) / NP * NP;
 	a->hde = (a->hd + 1) / 2 * 2;
 	a->np = (maxT + NP - 1) / NP;
+	a->npb = a->np;
+	a->ldpb = a->kt;
+	a->rpad = a->g * a->qb;
 	a->th = ss_calloc((size_t)a->nth, sizeof *a->th, "attention", e);
 	if (!a->th ||
 	    !(a->kp = ss_malloc_big((size_t)(a->Hkv * a->np * a->hd * NP), 4, "attention keys", e)) ||
@@ -145,16 +159,33 @@ fail:
 	return -1;
 }
 
+/* the bf16 buffers' shapes (attn_impl.h: hde, npb, ldpb, rpad) */
+static void bf16_layout(ss_attn *a, int amx)
+{
+	long r = a->g * a->qb;
+	a->amx = amx;
+	a->hde = amx ? (a->hd + 31) / 32 * 32 : (a->hd + 1) / 2 * 2;
+	a->npb = amx ? a->np + 2 : a->np;
+	a->ldpb = amx ? (a->kt + 31) / 32 * 32 : a->kt;
+	a->rpad = amx ? (r + 15) / 16 * 16 : r;
+}
+
 int attn_set_compute(ss_attn *a, ss_compute mode, ss_err *e)
 {
 	if (mode == SS_COMPUTE_BF16 && !a->kb) {
-		size_t rows = (size_t)(a->g * a->qb);
-		if (!(a->kb = ss_malloc_big((size_t)(a->Hkv * a->np * a->hde * NP), 2, "attention keys (bf16)", e)) ||
-		    !(a->vb = ss_malloc_big((size_t)(a->Hkv * a->np * a->hdp * NP), 2, "attention values (bf16)", e)))
+		/* the layout of the level in use: AMX's tiles read 32 dimensions,
+		 * 32 keys and 16 rows at a time (attn_kern_amx.c) */
+		bf16_layout(a, ss_cpu_isa() >= SS_ISA_AMX);
+		size_t rows = (size_t)a->rpad, nkb = (size_t)(a->Hkv * a->npb * a->hde * NP);
+		size_t nvb = (size_t)(a->Hkv * a->npb * a->hdp * NP);
+		if (!(a->kb = ss_malloc_big(nkb, 2, "attention keys (bf16)", e)) ||
+		    !(a->vb = ss_malloc_big(nvb, 2, "attention values (bf16)", e)))
 			return -1;
+		if (a->amx)   /* the spare panels are read (times P~ = 0): finite */
+			memset(a->vb, 0, nvb * 2);
 		for (int t = 0; t < a->nth; t++)
-			if (!(a->th[t].qb = ss_malloc(rows * (size_t)a->hde, 2, "attention queries (bf16)", e)) ||
-			    !(a->th[t].pb = ss_malloc(rows * (size_t)a->kt, 2, "attention scores (bf16)", e)))
+			if (!(a->th[t].qb = ss_calloc(rows * (size_t)a->hde, 2, "attention queries (bf16)", e)) ||
+			    !(a->th[t].pb = ss_calloc(rows * (size_t)a->ldpb, 2, "attention scores (bf16)", e)))
 				return -1;
 	}
 	a->compute = mode == SS_COMPUTE_BF16 ? SS_COMPUTE_BF16 : SS_COMPUTE_F32;

@@ -29,8 +29,9 @@ int attn_set_key_tile(ss_attn *a, long kt, ss_err *e);
 void attn_free(ss_attn *a);
 /* the tile kernels in use: "c", "avx2", "avx512" (util/cpu.h) */
 const char *attn_kernels_name(void);
-/* those of the bf16 mode: "bf16-avx512bf16" (vdpbf16ps), or "bf16-avx512",
- * "bf16-avx2", "bf16-c" (emulated with the same rounding) */
+/* those of the bf16 mode: "bf16-amx" (AMX tiles, tdpbf16ps),
+ * "bf16-avx512bf16" (vdpbf16ps), or "bf16-avx512", "bf16-avx2", "bf16-c"
+ * (emulated with vdpbf16ps's rounding) */
 const char *attn_kernels16_name(void);
 /* The precision of the next calls' products (SS_COMPUTE_F32 at creation):
  * in SS_COMPUTE_BF16 the packed tiles (calls of PACK_MIN rows a block and
@@ -42,6 +43,9 @@ int attn_set_compute(ss_attn *a, ss_compute mode, ss_err *e);
 /* The sliding window of the next calls (0: none): the layer's (Gemma
  * alternates); attn_create starts with the config's sliding_window. */
 void attn_set_layer(ss_attn *a, long window);
+/* Bytes attn_create (for maxT keys, nth threads, qblock) and
+ * attn_set_compute in either mode allocate: the bf16 mode's buffers are
+ * counted in their largest layout (AMX's) in both modes. */
 double attn_memory_estimate(const ss_config *c, long maxT, int nth, long qblock);
 
 /* A key selection (cache policies, kvevict(1)) for the queries t0..t0+n-1

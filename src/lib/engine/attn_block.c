@@ -25,8 +25,14 @@ const char *attn_kernels_name(void)
 const attn_kops16 *attn_kern16(void)
 {
 	static const attn_kops16 *const k[SS_ISA_N] = {&attn_kops16_c, &attn_kops16_avx2, &attn_kops16_avx512,
-	                                               &attn_kops16_avx512bf16, &attn_kops16_avx512bf16};
+	                                               &attn_kops16_avx512bf16, &attn_kops16_amx};
 	return k[ss_cpu_isa()];
+}
+
+const attn_kops16 *attn_kern16_for(const ss_attn *a)
+{
+	const attn_kops16 *k = attn_kern16();
+	return k == &attn_kops16_amx && !a->amx ? &attn_kops16_avx512bf16 : k;
 }
 
 const char *attn_kernels16_name(void)
@@ -50,14 +56,14 @@ static void pack16(ss_attn *a, long p0, long np, long keys, long lo, long hi)
 	long hd = a->hd, hde = a->hde, cp = a->hdp / NP;
 	for (long it = lo; it < hi; it++) {
 		long h = it / np, pn = p0 + it % np;
-		uint16_t *kd = a->kb + (h * a->np + pn) * hde * NP;
+		uint16_t *kd = a->kb + (h * a->npb + pn) * hde * NP;
 		for (long i = 0; i < NP; i++) {
 			long j = pn * NP + i;
 			const float *k = a->kc + j * a->kvdim + h * hd, *v = a->vc + j * a->kvdim + h * hd;
 			for (long d = 0; d < hde; d++)
 				kd[(d / 2) * 2 * NP + 2 * i + d % 2] = j < keys && d < hd ? to_bf16(k[d]) : 0;
 			for (long c = 0; c < a->hdp; c++)
-				a->vb[((h * cp + c / NP) * a->np * NP + (j & ~1L)) * NP + (c % NP) * 2 + (j & 1)] =
+				a->vb[((h * cp + c / NP) * a->npb * NP + (j & ~1L)) * NP + (c % NP) * 2 + (j & 1)] =
 				        j < keys && c < hd ? to_bf16(v[c]) : 0;
 		}
 	}
@@ -154,22 +160,30 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 	const float *vp = a->vp + (kvh * (hdp / NP) * a->np * NP + kb) * NP;
 	/* the bf16 mode: the same tiles on bf16 operands (attn_kern16_body.h) */
 	int b16 = a->compute == SS_COMPUTE_BF16;
-	const attn_kops16 *K16 = attn_kern16();
-	long hde = a->hde, vs = a->np * NP * NP;
-	const uint16_t *kp16 = b16 ? a->kb + (kvh * a->np + kb / NP) * hde * NP : NULL;
-	const uint16_t *vp16 = b16 ? a->vb + (kvh * (hdp / NP) * a->np * NP + kb) * NP : NULL;
+	const attn_kops16 *K16 = attn_kern16_for(a);
+	long hde = a->hde, npb = a->npb, vs = npb * NP * NP, ldpb = a->ldpb;
+	const uint16_t *kp16 = b16 ? a->kb + (kvh * npb + kb / NP) * hde * NP : NULL;
+	const uint16_t *vp16 = b16 ? a->vb + (kvh * (hdp / NP) * npb * NP + kb) * NP : NULL;
+	/* rows per call, panels per call (the f32 tiles: at most 2 as always),
+	 * the multiple of keys pv takes */
+	int mr = b16 ? K16->mr : MR, kmul = b16 ? K16->kmul : 1;
 	int qpan = b16 ? K16->qk_pan : K->qk_pan, vpan = b16 ? K16->pv_pan : K->pv_pan;
+	qpan = !b16 && qpan > 2 ? 2 : qpan;
+	vpan = !b16 && vpan > 2 ? 2 : vpan;
+	if (b16 && K16->begin)
+		K16->begin();
 	attn_gather_q(a, p, r0, nb, kvh);
 	for (long x = 0; b16 && x < R; x++) {
 		K16->round(p->qg + x * hd, p->qb + x * hde, hd);
-		if (hde > hd)
-			p->qb[x * hde + hd] = 0;
+		for (long d = hd; d < hde; d++)
+			p->qb[x * hde + d] = 0;
 	}
 	for (long x = 0; x < R; x++) {
 		p->mx[x] = -INFINITY;
 		p->l[x] = 0;
 	}
-	memset(p->og, 0, sizeof(float) * (size_t)(R * hdp));
+	long Rp = mr > MR ? (R + mr - 1) / mr * mr : R;   /* AMX: the rows its last group writes, in the pad */
+	memset(p->og, 0, sizeof(float) * (size_t)(Rp * hdp));
 	for (long t = 0; t < nt; t++) {
 		long c0 = t * kt, c1 = c0 + kt < nk ? c0 + kt : nk, w = c1 - c0;
 		float *st = p->s + t * R * kt, *sl = p->sl;
@@ -178,11 +192,12 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 		 * each group of rows in turn; the keys after a group's last
 		 * position are masked for all of it: not computed */
 		for (long j0 = 0; j0 < w; j0 += 4 * NP)
-			for (long x0 = 0; x0 < R; x0 += MR) {
-				int nr = R - x0 < MR ? (int)(R - x0) : MR;
-				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
-				for (long j = j0; j < j0 + 4 * NP && j < top; j += qpan * NP) {
-					int np = qpan > 1 && j + NP < top && j + NP < j0 + 4 * NP ? 2 : 1;
+			for (long x0 = 0; x0 < R; x0 += mr) {
+				int nr = R - x0 < mr ? (int)(R - x0) : mr;
+				long top = tile_top(x0, nr, nb, qs, kb + c0, w), lim = top < j0 + 4 * NP ? top : j0 + 4 * NP;
+				for (long j = j0; j < lim; j += qpan * NP) {
+					int np = (int)((lim - j + NP - 1) / NP);
+					np = np < qpan ? np : qpan;
 					if (b16)
 						K16->qk(nr, p->qb + x0 * hde, hde / 2, kp16 + (c0 + j) * hde, np, sl + x0 * kt + j,
 						        kt, a->scale);
@@ -221,28 +236,31 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			p->mx[x] = m;
 			p->mu[x * a->ntile + t] = m;
 		}
-		/* the bf16 mode's P~, to an even number of keys (the pad 0) */
+		/* the bf16 mode's P~, to a multiple of kmul keys (the pad 0) */
 		for (long x = 0; b16 && x < R; x++) {
-			K16->round(st + x * kt, p->pb + x * kt, w);
-			if (w % 2)
-				p->pb[x * kt + w] = 0;
+			K16->round(st + x * kt, p->pb + x * ldpb, w);
+			for (long j = w; j % kmul; j++)
+				p->pb[x * ldpb + j] = 0;
 		}
 		/* O = O a + P~ V, a panel of 16 value columns (16 KiB) against each
 		 * group of rows in turn, over the keys some row of the group sees */
 		for (long c = 0; c < hdp; c += vpan * NP) {
-			int np = vpan > 1 && c + NP < hdp ? 2 : 1;
-			for (long x0 = 0; x0 < R; x0 += MR) {
-				int nr = R - x0 < MR ? (int)(R - x0) : MR;
+			int np = (int)((hdp - c) / NP);
+			np = np < vpan ? np : vpan;
+			for (long x0 = 0; x0 < R; x0 += mr) {
+				int nr = R - x0 < mr ? (int)(R - x0) : mr;
 				long top = tile_top(x0, nr, nb, qs, kb + c0, w);
 				if (b16)
-					K16->pv(nr, p->pb + x0 * kt, kt, vp16 + (c * a->np + c0) * NP, vs, np, (top + 1) / 2 * 2,
-					        p->og + x0 * hdp + c, hdp, p->al + x0);
+					K16->pv(nr, p->pb + x0 * ldpb, ldpb, vp16 + (c * npb + c0) * NP, vs, np,
+					        (top + kmul - 1) / kmul * kmul, p->og + x0 * hdp + c, hdp, p->al + x0);
 				else
 					K->pv(nr, st + x0 * kt, kt, vp + (c * a->np + c0) * NP, vs, np, top,
 					      p->og + x0 * hdp + c, hdp, p->al + x0);
 			}
 		}
 	}
+	if (b16 && K16->end)
+		K16->end();
 	/* the output: O / l */
 	for (long x = 0; x < R; x++)
 		p->al[x] = (float)(1.0 / p->l[x]);

@@ -31,8 +31,8 @@ typedef struct attn_thread {
 	double *cum;      /* [3, maxT + 1] a row's probabilities summed by class */
 	double *lost;     /* [mcap * 3] */
 	/* the bf16 mode (attn_set_compute) */
-	uint16_t *qb;     /* [g * qblock, hde] the block's queries in bf16 */
-	uint16_t *pb;     /* [g * qblock, kt] P~ of the current tile in bf16 */
+	uint16_t *qb;     /* [rpad, hde] the block's queries in bf16 */
+	uint16_t *pb;     /* [rpad, ldpb] P~ of the current tile in bf16 */
 } attn_thread;
 
 struct ss_attn {
@@ -46,9 +46,13 @@ struct ss_attn {
 	float *vp;        /* [Hkv, hdp / NP, np * NP, NP] values: [h][c/16][j][c%16] */
 	/* the bf16 mode: the packed tiles' products in bf16 (attn_kern16_body.h) */
 	ss_compute compute;
-	long hde;         /* hd rounded up to even */
-	uint16_t *kb;     /* [Hkv, np, hde / 2, NP, 2] keys: kb[h][j/16][d/2][j%16][d%2] */
-	uint16_t *vb;     /* [Hkv, hdp / NP, np * NP / 2, NP, 2] values: [h][c/16][j/2][c%16][j%2] */
+	int amx;          /* laid out for the AMX tiles (attn_kern_amx.c) */
+	long hde;         /* hd rounded up to even (AMX: to 32), the pad zeros */
+	long npb;         /* key panels of kb, vb: np (AMX: np + 2, the spares zeros or stale finite) */
+	long ldpb;        /* keys per row of pb: kt (AMX: kt rounded up to 32) */
+	long rpad;        /* rows of the row buffers: g * qb (AMX: rounded up to 16) */
+	uint16_t *kb;     /* [Hkv, npb, hde / 2, NP, 2] keys: kb[h][j/16][d/2][j%16][d%2] */
+	uint16_t *vb;     /* [Hkv, hdp / NP, npb * NP / 2, NP, 2] values: [h][c/16][j/2][c%16][j%2] */
 	/* the current run */
 	float *q;
 	const float *kc, *vc;
@@ -84,16 +88,27 @@ const attn_kops *attn_kern(void);
  * Native vdpbf16ps at SS_ISA_AVX512BF16, emulated with the same rounding
  * below it. */
 typedef struct attn_kops16 {
-	const char *name;   /* "bf16-c", "bf16-avx2", "bf16-avx512" (emulated), "bf16-avx512bf16" */
+	const char *name;   /* "bf16-c", "bf16-avx2", "bf16-avx512" (emulated), "bf16-avx512bf16", "bf16-amx" */
+	int mr;             /* rows per call: MR, or 16 (AMX: nr <= 16 rows meant, 16 read and written) */
+	int kmul;           /* pv's w is a multiple of it: 2, or 32 (AMX) */
 	int qk_pan, pv_pan;
 	void (*qk)(int nr, const uint16_t *q, long hd2, const uint16_t *kp, int np, float *s, long lds, float scale);
 	void (*pv)(int nr, const uint16_t *p, long ldp, const uint16_t *v, long vs, int np, long w, float *o,
 	           long ldo, const float *al);
 	/* y[i] = x[i] rounded to bf16, nearest even, for i < n (finite x) */
 	void (*round)(const float *x, uint16_t *y, long n);
+	/* around a block's calls on one thread (AMX: the tile configuration
+	 * loaded, the tiles released); NULL: none */
+	void (*begin)(void);
+	void (*end)(void);
 } attn_kops16;
-extern const attn_kops16 attn_kops16_c, attn_kops16_avx2, attn_kops16_avx512, attn_kops16_avx512bf16;
+extern const attn_kops16 attn_kops16_c, attn_kops16_avx2, attn_kops16_avx512, attn_kops16_avx512bf16,
+        attn_kops16_amx;
+/* the copy for ss_cpu_isa(): at SS_ISA_AMX bf16-amx when a was laid out
+ * for it (a->amx, set by attn_set_compute at that level), else the
+ * vdpbf16ps tiles */
 const attn_kops16 *attn_kern16(void);
+const attn_kops16 *attn_kern16_for(const ss_attn *a);
 
 /* keys and values of every KV head packed into a->kp, a->vp (pool task) */
 void attn_pack_task(void *ctx, int tid, int nth);

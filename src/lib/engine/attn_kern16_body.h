@@ -309,6 +309,8 @@ static void AK16(pv16)(int nr, const uint16_t *p, long ldp, const uint16_t *v, l
 
 const attn_kops16 AK16(attn_kops16) = {
 	.name = AK16_NAME,
+	.mr = MR,
+	.kmul = 2,
 #ifdef __AVX512F__
 	.qk_pan = 2,
 	.pv_pan = 2,
