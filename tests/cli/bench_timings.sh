@@ -7,7 +7,8 @@
 # now the kernels line).  Independent sources: T is the number of ids given,
 # the forward time is positive and at most the wall time this test measured
 # around the process; bench-big's own script, run on a tiny mkbig model,
-# prints the forward time and tokens/s actdump printed (read here with sed).
+# prints, for each compute mode, the forward time and tokens/s that mode's
+# actdump printed (read here with sed).
 . "$(dirname "$0")/../lib.sh"
 PY=/usr/bin/python3
 cd "$TMP" || exit 1
@@ -42,9 +43,17 @@ t_match "forward disagreeing: named" '^timings: bad.err: forward 9' "$out"
 BENCH_DIR=$TMP/big BENCH_MKBIG="--layers 2 --hidden 64 --heads 4 --kv-heads 2 --head-dim 16 --inter 96 --vocab 300 --shard-bytes 40000" \
 	BENCH_T=64 bash "$SS_ROOT/tests/bench/big/actdump.sh" >big.out 2>&1
 t_eq "bench-big (tiny) exits 0" 0 "$?"
-want=$(sed -n 's/^actdump: 64 tokens, .* forward \([0-9.]*\) s (\([0-9.]*\) tok\/s).*/\1 \2/p' big/big-err.txt |
-	awk '{ printf "%.3f %.2f", $1, $2 }')
-got=$(sed -n 's/^actdump    T=64, .*(forward \([0-9.]*\) s, \([0-9.]*\) tok\/s;.*/\1 \2/p' big.out)
-t_eq "bench-big's summary: actdump's forward time and tok/s" "$want" "$got"
-t_ok "bench-big's summary: tok/s > 0 ($got)" awk -v r="${got#* }" 'BEGIN { exit !(r > 0) }'
+# one block per compute mode, each with the figures of its own actdump run
+for md in f32 bf16; do
+	want=$(sed -n 's/^actdump: 64 tokens, .* forward \([0-9.]*\) s (\([0-9.]*\) tok\/s).*/\1 \2/p' "big/big-err-$md.txt" |
+		awk '{ printf "%.3f %.2f", $1, $2 }')
+	got=$(sed -n "s/^actdump    --compute $md, T=64, .*(forward \([0-9.]*\) s, \([0-9.]*\) tok\/s;.*/\1 \2/p" big.out)
+	t_eq "bench-big's summary ($md): actdump's forward time and tok/s" "$want" "$got"
+	t_ok "bench-big's summary ($md): tok/s > 0 ($got)" awk -v r="${got#* }" 'BEGIN { exit !(r > 0) }'
+done
+# the two blocks' ||h[L]|| (h5dump of each run's trace) differ: bf16 rounds the products' inputs
+hl=$(grep -c '^  h\[2\]    ||h|| of the first positions: [0-9]' big.out)
+t_eq "bench-big prints ||h[L]|| in both modes" 2 "$hl"
+t_eq "bench-big's two modes differ in their numerics (bf16 is not f32 relabelled)" 2 \
+	"$(grep '^  h\[2\]    ||h||' big.out | sort -u | wc -l)"
 t_done

@@ -1,38 +1,46 @@
-/* prefillbench - the stats-only prefill against OpenBLAS's own sgemm,
- * interleaved in one process (tests/bench/actdump.sh).
- *   usage: prefillbench MODEL_DIR T THREADS ROUNDS   (ROUNDS 0: one ref window)
+/* prefillbench - the stats-only prefill in each compute mode against the
+ * rate of oneDNN's matmul at the model's shapes (engine/matmul.h), f32 and
+ * bf16, interleaved in one process (tests/bench/actdump.sh, families.sh).
+ *   usage: prefillbench MODEL_DIR T THREADS ROUNDS [MODES]
+ *   ROUNDS 0: one ref window; MODES: f32,bf16 (default), f32 or bf16
  *
- * This machine's speed drifts by 10-20% within seconds, so a sgemm figure
+ * This machine's speed drifts by 10-20% within seconds, so a matmul figure
  * taken before a separate actdump process says little about the run that
- * follows.  Here the sequence is  ref, (prefill, ref) x ROUNDS:
+ * follows.  Here the sequence is  ref, ((prefill, ref) per mode) x ROUNDS:
  *   ref      the products of one layer (qkv, o, gate_up, down; up, down
  *            for an ungated MLP; router, top_k experts' gate_up and down
- *            as M = T top_k, a shared expert, for a mixture of experts) as
- *            single sgemm calls with M = T and OpenBLAS's own threading,
- *            repeated at least 6 times (or for 10 s) and for at least 2 s after a
- *            warm-up (the former gemmbench's statistic, and the mean);
- *   prefill  what actdump's stats-only run times: fwd_create, fwd_prefill
- *            with every statistic, fwd_free (random ids, the first 1).
- * Each prefill is compared with the mean of the two ref windows around it,
- * both as sustained rates (FLOPs over the window's whole time, like the
- * prefill's own rate) and as best repetitions (the stricter figure).
- * Model FLOPs per token: 2 x the layer weights x L (a mixture of experts:
- * only its active experts) plus attention (2 x 2 x
+ *            as M = T top_k, a shared expert, for a mixture of experts)
+ *            through mm_run with M = T, weights packed once per mode (what
+ *            the engine's projections call), the two modes alternating
+ *            repetition by repetition, at least 6 repetitions each (or 10 s
+ *            in all) and 2 s after a warm-up;
+ *   prefill  what actdump's stats-only run times, with --compute MODE:
+ *            fwd_create, fwd_prefill with every statistic, fwd_free
+ *            (random ids, the first 1).
+ * Each prefill is compared with its own mode's matmul rate, the mean of the
+ * two ref windows around it, both as sustained rates (FLOPs over the
+ * window's whole time, like the prefill's own rate) and as best repetitions
+ * (the stricter figure): the tokens/s that rate implies for all of the
+ * pass's FLOPs.  Model FLOPs per token: 2 x the layer weights x L (a
+ * mixture of experts: only its active experts) plus attention (2 x 2 x
  * head_dim per visible query-key pair and head; (T+1)/2 keys per query on
- * average without a sliding window).  Between phases the process sleeps
- * 0.3 s, so that OpenBLAS's spinning threads and ours never overlap.
- * Each round also reports the foreign CPU load (other processes, from
- * /proc/stat) in cores; rounds above 0.25 are marked LOADED and left out
- * of the "quiet" medians. */
-#include <cblas.h>
+ * average without a sliding window).  The bf16 mode's target (issue 17):
+ * at least 70% of the bf16-implied rate at T=2048.  Between phases the
+ * process sleeps 0.3 s, so that spinning OpenMP threads and ours never
+ * overlap.  Each round also reports the foreign CPU load (other processes,
+ * from /proc/stat) in cores; rounds above 0.25 are marked LOADED and left
+ * out of the "quiet" medians. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "engine/forward.h"
+#include "engine/matmul.h"
 #include "engine/model.h"
 #include "util/progress.h"
+
+enum { NMODE = 2, MAXP = 8 };
 
 static double cpu_now(void)
 {
@@ -60,36 +68,45 @@ static void pause_s(double s)
 }
 
 typedef struct ref_bufs {
-	long T, shp[8][3];   /* N, K and rows per token of the layer's products */
+	long T, shp[MAXP][3];   /* N, K and rows per token of the layer's products */
 	int n;
-	float *A, *W, *C;
-	double flop;         /* of one repetition */
+	float *A, *C;
+	ss_mm *mm[NMODE];       /* indexed by ss_compute */
+	ss_mm_w *w[NMODE][MAXP];
+	double flop;            /* of one repetition (one mode) */
 } ref_bufs;
 
-/* One ref window: sustained and best GFLOP/s over at least 6 timed
- * repetitions (or 10 s) and 2 s after a warm-up, printed as a line of its own. */
-static void ref_window(const ref_bufs *r, int th, double *sust, double *best)
+/* One ref window: per mode, sustained and best GFLOP/s over the timed
+ * repetitions (the modes alternate), printed as a line of its own. */
+static int ref_window(ref_bufs *r, double sust[NMODE], double best[NMODE], ss_err *e)
 {
-	openblas_set_num_threads(th);
-	double total = 0, bt = 1e30;
+	double total[NMODE] = {0}, bt[NMODE] = {1e30, 1e30};
 	int reps = 0;
-	for (int rep = 0; (rep < 7 && total < 10.0) || total < 2.0; rep++) {
-		double t0 = ss_now();
-		for (int i = 0; i < r->n; i++)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(r->T * r->shp[i][2]), (int)r->shp[i][0],
-			            (int)r->shp[i][1], 1.0f, r->A, (int)r->shp[i][1], r->W, (int)r->shp[i][1], 0.0f,
-			            r->C, (int)r->shp[i][0]);
-		double t = ss_now() - t0;
-		if (rep == 0)   /* warm-up */
-			continue;
-		total += t;
-		reps++;
-		bt = t < bt ? t : bt;
+	for (int rep = 0; (rep < 7 && total[0] + total[1] < 10.0) || total[0] + total[1] < 2.0; rep++) {
+		for (int md = 0; md < NMODE; md++) {
+			double t0 = ss_now();
+			for (int i = 0; i < r->n; i++)
+				if (mm_run(r->mm[md], r->w[md][i], r->T * r->shp[i][2], r->A, r->shp[i][1], r->C,
+				           r->shp[i][0], NULL, e) < 0)
+					return -1;
+			double t = ss_now() - t0;
+			if (rep == 0)   /* warm-up (JIT, caches) */
+				continue;
+			total[md] += t;
+			bt[md] = t < bt[md] ? t : bt[md];
+		}
+		reps += rep > 0;
 	}
-	*sust = r->flop * reps / total / 1e9;
-	*best = r->flop / bt / 1e9;
-	printf("ref: sgemm %.1f GFLOP/s sustained over %d repetitions (%.2f s), best %.1f\n", *sust, reps,
-	       total, *best);
+	for (int md = 0; md < NMODE; md++) {
+		sust[md] = r->flop * reps / total[md] / 1e9;
+		best[md] = r->flop / bt[md] / 1e9;
+	}
+	printf("ref: oneDNN matmul f32 %.1f GFLOP/s sustained, best %.1f (%s); bf16 %.1f sustained, best %.1f (%s); "
+	       "%d repetitions each (%.2f s)\n",
+	       sust[0], best[0], mm_impl(r->mm[0]), sust[1], best[1], mm_impl(r->mm[1]), reps,
+	       total[0] + total[1]);
+	fflush(stdout);
+	return 0;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -108,8 +125,22 @@ static double median(double *v, int n)
 
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: prefillbench MODEL_DIR T THREADS ROUNDS\n");
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: prefillbench MODEL_DIR T THREADS ROUNDS [MODES]\n");
+		return 2;
+	}
+	long T = atol(argv[2]), th = atol(argv[3]), rounds = atol(argv[4]);
+	int use[NMODE] = {1, 1};
+	if (argc == 6) {
+		use[0] = !strcmp(argv[5], "f32") || !strcmp(argv[5], "f32,bf16") || !strcmp(argv[5], "bf16,f32");
+		use[1] = !strcmp(argv[5], "bf16") || !strcmp(argv[5], "f32,bf16") || !strcmp(argv[5], "bf16,f32");
+		if (!use[0] && !use[1]) {
+			fprintf(stderr, "prefillbench: MODES: expected f32,bf16, f32 or bf16, not '%s'\n", argv[5]);
+			return 2;
+		}
+	}
+	if (T < 1 || th < 1 || rounds < 0) {
+		fprintf(stderr, "prefillbench: T and THREADS must be positive, ROUNDS at least 0\n");
 		return 2;
 	}
 	ss_err e = {0};
@@ -119,16 +150,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const ss_config *c = &m.c;
-	long T = atol(argv[2]), th = atol(argv[3]), rounds = atol(argv[4]);
-	if (T < 1 || th < 1 || rounds < 0) {
-		fprintf(stderr, "prefillbench: T and THREADS must be positive, ROUNDS at least 0\n");
-		return 2;
-	}
 	long D = c->dim, F = c->hidden, q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
-	/* the layer's products as one sgemm each over the T tokens: q/k/v, o, and
-	 * the MLP (gated: [2F, D]; ungated: [F, D]); a mixture of experts counts
-	 * only the active experts: the router, then top_k expert products per
-	 * token (as one sgemm of T * top_k rows), and a shared expert */
+	/* the layer's products as one matmul each over the T tokens: q/k/v, o,
+	 * and the MLP (gated: [2F, D]; ungated: [F, D]); a mixture of experts
+	 * counts only the active experts: the router, then top_k expert
+	 * products per token (as one product of T * top_k rows), and a shared
+	 * expert */
 	ref_bufs r = {.T = T, .n = 2, .shp = {{q + 2 * kv, D, 1}, {D, q, 1}}};
 #define SHP(N_, K_, R_) do { r.shp[r.n][0] = (N_); r.shp[r.n][1] = (K_); r.shp[r.n][2] = (R_); r.n++; } while (0)
 	if (c->n_experts) {
@@ -154,15 +181,16 @@ int main(int argc, char **argv)
 		r.flop += 2.0 * (double)T * (double)r.shp[i][2] * (double)r.shp[i][0] * (double)r.shp[i][1];
 	}
 	r.A = malloc(maxa * 4);
-	r.W = malloc(maxw * 4);
 	r.C = malloc(maxc * 4);
+	float *W = malloc(maxw * 4);
 	int32_t *ids = malloc(sizeof(int32_t) * (size_t)T);
 	ss_stats st = {
 		calloc((size_t)((c->n_layers + 1) * T), 4), calloc((size_t)((c->n_layers + 1) * T), 4),
 		calloc((size_t)(c->n_layers * T), 4), calloc((size_t)(c->n_layers * T), 4),
 		calloc((size_t)(c->n_layers * c->n_heads * T), 4), NULL, NULL};
-	double *ratio = malloc(sizeof(double) * 4 * (size_t)(rounds + 1));
-	if (!r.A || !r.W || !r.C || !ids || !st.resid_norm || !st.resid_cos0 || !st.attn_out_norm ||
+	/* per mode: sustained, best, quiet sustained, quiet best */
+	double *ratio = malloc(sizeof(double) * 4 * NMODE * (size_t)(rounds + 1));
+	if (!r.A || !r.C || !W || !ids || !st.resid_norm || !st.resid_cos0 || !st.attn_out_norm ||
 	    !st.mlp_out_norm || !st.recv || !ratio) {
 		fprintf(stderr, "prefillbench: out of memory\n");
 		return 1;
@@ -170,7 +198,20 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < maxa; i++)
 		r.A[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
 	for (size_t i = 0; i < maxw; i++)
-		r.W[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+		W[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+	for (int md = 0; md < NMODE; md++) {
+		if (mm_create(&r.mm[md], (ss_compute)md, (int)th, &e) < 0) {
+			fprintf(stderr, "prefillbench: %s\n", e.msg);
+			return 1;
+		}
+		for (int i = 0; i < r.n; i++)
+			if (mm_pack(r.mm[md], &r.w[md][i], W, r.shp[i][0], r.shp[i][1], r.shp[i][1],
+			            T * r.shp[i][2], &e) < 0) {
+				fprintf(stderr, "prefillbench: %s\n", e.msg);
+				return 1;
+			}
+	}
+	free(W);
 	unsigned long long s = 0x9e3779b97f4a7c15ull ^ (unsigned long long)T;
 	for (long i = 0; i < T; i++) {
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -184,62 +225,96 @@ int main(int argc, char **argv)
 	double flop_tok = lin_tok + attn_tok;
 	printf("# prefillbench T=%ld threads=%ld: model %.1f MFLOP/token (attention %.1f)\n", T, th,
 	       flop_tok / 1e6, attn_tok / 1e6);
-	double *rs = ratio, *rb = ratio + rounds, *qs = ratio + 2 * rounds, *qb = ratio + 3 * rounds;
-	int nq = 0;
-	double sust0, best0;
-	ref_window(&r, (int)th, &sust0, &best0);
-	for (long k = 0; k < rounds; k++) {
-		pause_s(0.3);
-		ss_fwd_opts o = {.threads = (int)th};
-		ss_fwd *f = NULL;
-		double b0 = busy_s(), c0 = cpu_now(), t0 = ss_now();
-		if (fwd_create(&f, &m, &o, T, &e) < 0 || fwd_prefill(f, ids, T, &st, NULL, &e) < 0) {
-			fprintf(stderr, "prefillbench: %s\n", e.msg);
-			return 1;
-		}
-		ss_fwd_times ft;
-		fwd_times(f, &ft);
-		fwd_free(f);
-		double wall = ss_now() - t0, own = cpu_now() - c0, b1 = busy_s();
-		double foreign = (b1 - b0 - own) / wall;
-		foreign = foreign < 0 ? 0 : foreign;
-		pause_s(0.3);
-		double sust1, best1;
-		ref_window(&r, (int)th, &sust1, &best1);
-		double tok = (double)T / wall, gs = (sust0 + sust1) / 2, gb = (best0 + best1) / 2;
-		rs[k] = 100 * tok / (gs * 1e9 / flop_tok);
-		rb[k] = 100 * tok / (gb * 1e9 / flop_tok);
-		if (foreign <= 0.25) {
-			qs[nq] = rs[k];
-			qb[nq++] = rb[k];
-		}
-		printf("round %ld: %.2f tok/s = %.1f%% of sgemm-implied %.1f (sustained %.1f GFLOP/s) and %.1f%% of %.1f "
-		       "(best %.1f GFLOP/s); projections %.1f GFLOP/s, attention %.1f GFLOP/s; "
-		       "time: projections %.3f s, attention %.3f s, conversion %.3f s, rows %.3f s, paging %.3f s, "
-		       "rest %.3f s; foreign load %.2f cores%s\n",
-		       k + 1, tok, rs[k], gs * 1e9 / flop_tok, gs, rb[k], gb * 1e9 / flop_tok, gb,
-		       ft.linear_flop / ft.linear / 1e9, ft.attention_flop / ft.attention / 1e9, ft.linear,
-		       ft.attention, ft.convert, ft.rows, ft.pages,
-		       wall - fwd_times_parts(&ft), foreign,
-		       foreign > 0.25 ? "  LOADED" : "");
-		fflush(stdout);
-		sust0 = sust1;
-		best0 = best1;
+	double *rs[NMODE], *rb[NMODE], *qs[NMODE], *qb[NMODE];
+	int nq[NMODE] = {0};
+	for (int md = 0; md < NMODE; md++) {
+		rs[md] = ratio + (4 * md + 0) * rounds;
+		rb[md] = ratio + (4 * md + 1) * rounds;
+		qs[md] = ratio + (4 * md + 2) * rounds;
+		qb[md] = ratio + (4 * md + 3) * rounds;
 	}
-	if (rounds > 0) {
-		double mq = median(qs, nq), mqb = median(qb, nq);
-		double lo = 1e30, hi = 0;
-		for (long k = 0; k < rounds; k++) {
-			lo = rs[k] < lo ? rs[k] : lo;
-			hi = rs[k] > hi ? rs[k] : hi;
+	double sust0[NMODE], best0[NMODE];
+	if (ref_window(&r, sust0, best0, &e) < 0) {
+		fprintf(stderr, "prefillbench: %s\n", e.msg);
+		return 1;
+	}
+	for (long k = 0; k < rounds; k++)
+		for (int md = 0; md < NMODE; md++) {
+			if (!use[md])
+				continue;
+			const char *mn = mm_compute_name((ss_compute)md);
+			pause_s(0.3);
+			ss_fwd_opts o = {.threads = (int)th, .compute = (ss_compute)md};
+			ss_fwd *f = NULL;
+			double b0 = busy_s(), c0 = cpu_now(), t0 = ss_now();
+			if (fwd_create(&f, &m, &o, T, &e) < 0 || fwd_prefill(f, ids, T, &st, NULL, &e) < 0) {
+				fprintf(stderr, "prefillbench: %s\n", e.msg);
+				return 1;
+			}
+			ss_fwd_times ft;
+			fwd_times(f, &ft);
+			fwd_free(f);
+			double wall = ss_now() - t0, own = cpu_now() - c0, b1 = busy_s();
+			double foreign = (b1 - b0 - own) / wall;
+			foreign = foreign < 0 ? 0 : foreign;
+			pause_s(0.3);
+			double sust1[NMODE], best1[NMODE];
+			if (ref_window(&r, sust1, best1, &e) < 0) {
+				fprintf(stderr, "prefillbench: %s\n", e.msg);
+				return 1;
+			}
+			double tok = (double)T / wall, gs = (sust0[md] + sust1[md]) / 2, gb = (best0[md] + best1[md]) / 2;
+			rs[md][k] = 100 * tok / (gs * 1e9 / flop_tok);
+			rb[md][k] = 100 * tok / (gb * 1e9 / flop_tok);
+			if (foreign <= 0.25) {
+				qs[md][nq[md]] = rs[md][k];
+				qb[md][nq[md]++] = rb[md][k];
+			}
+			printf("round %ld %s: %.2f tok/s = %.1f%% of oneDNN-%s-implied %.1f (sustained %.1f GFLOP/s) and "
+			       "%.1f%% of %.1f (best %.1f GFLOP/s); projections %.1f GFLOP/s, attention %.1f GFLOP/s; "
+			       "time: projections %.3f s, attention %.3f s, conversion %.3f s, rows %.3f s, paging %.3f s, "
+			       "rest %.3f s; foreign load %.2f cores%s\n",
+			       k + 1, mn, tok, rs[md][k], mn, gs * 1e9 / flop_tok, gs, rb[md][k], gb * 1e9 / flop_tok, gb,
+			       ft.linear_flop / ft.linear / 1e9, ft.attention_flop / ft.attention / 1e9, ft.linear,
+			       ft.attention, ft.convert, ft.rows, ft.pages, wall - fwd_times_parts(&ft), foreign,
+			       foreign > 0.25 ? "  LOADED" : "");
+			fflush(stdout);
+			for (int j = 0; j < NMODE; j++) {
+				sust0[j] = sust1[j];
+				best0[j] = best1[j];
+			}
 		}
-		printf("summary T=%ld: median %.1f%% of sustained sgemm-implied (%.1f%% of best) over %ld rounds "
-		       "(min %.1f%%, max %.1f%%); quiet rounds %d: median %.1f%% (%.1f%% of best)\n",
-		       T, median(rs, (int)rounds), median(rb, (int)rounds), rounds, lo, hi, nq, mq, mqb);
+	if (rounds > 0) {
+		/* one line (families.sh strips its "summary T=N: "), one clause per mode */
+		printf("summary T=%ld:", T);
+		const char *sep = "";
+		for (int md = 0; md < NMODE; md++) {
+			if (!use[md])
+				continue;
+			const char *mn = mm_compute_name((ss_compute)md);
+			double lo = 1e30, hi = 0;
+			for (long k = 0; k < rounds; k++) {
+				lo = rs[md][k] < lo ? rs[md][k] : lo;
+				hi = rs[md][k] > hi ? rs[md][k] : hi;
+			}
+			double med = median(rs[md], (int)rounds), medb = median(rb[md], (int)rounds);
+			double mq = median(qs[md], nq[md]), mqb = median(qb[md], nq[md]);
+			printf("%s %s median %.1f%% of sustained oneDNN-%s-implied (%.1f%% of best) over %ld rounds "
+			       "(min %.1f%%, max %.1f%%); quiet rounds %d",
+			       sep, mn, med, mn, medb, rounds, lo, hi, nq[md]);
+			if (nq[md])
+				printf(": median %.1f%% (%.1f%% of best)", mq, mqb);
+			sep = ";";
+		}
+		printf("\n");
 	}
 	free(r.A);
-	free(r.W);
 	free(r.C);
+	for (int md = 0; md < NMODE; md++) {
+		for (int i = 0; i < r.n; i++)
+			mm_w_free(r.w[md][i]);
+		mm_free(r.mm[md]);
+	}
 	free(ids);
 	free(st.resid_norm);
 	free(st.resid_cos0);
