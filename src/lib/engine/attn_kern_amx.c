@@ -127,7 +127,11 @@ static void qk_amx(int nr, const uint16_t *q, long hd2, const uint16_t *kp, int 
 static void pv_amx(int nr, const uint16_t *p, long ldp, const uint16_t *v, long vs, int np, long w, float *o,
                    long ldo, const float *al)
 {
-	scale_rows(o, ldo, nr, np * NP, al, 0);
+	int ones = 1;   /* the rows' max unchanged (the common case past the first tiles): o as it is */
+	for (int i = 0; i < nr; i++)
+		ones &= al[i] == 1.0f;
+	if (!ones)
+		scale_rows(o, ldo, nr, np * NP, al, 0);
 	_tile_loadd(0, o, ldo * 4);
 	if (np > 1)
 		_tile_loadd(1, o + NP, ldo * 4);
