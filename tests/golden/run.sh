@@ -311,12 +311,12 @@ sec_synth() {
 	g synth/p.tsne.tsv tsne -q $J --iter 300 --layer 2 --labels in/p.tsv in/p.h5:/acts/resid
 	g synth/p.scan.tsv tsne -q $J --iter 300 --scan all --labels in/p.tsv in/p.h5:/acts/resid
 	g synth/p.plain.tsv tsne -q $J --iter 250 in/p.h5:/plain/matrix
-	local t w
+	local t
 	for t in qwen3 llama3_1 mistral deepseek_v3; do
-		w=rc=0; [ $t = qwen3 ] && w=rc=1
-		g synth/tok.$t.tsv $w actdump --tokens-only --tokenizer in/tok/$t/tokenizer.json --jsonl in/corpus.jsonl --field s
+		g synth/tok.$t.tsv actdump --tokens-only --tokenizer in/tok/$t/tokenizer.json --jsonl in/corpus.jsonl --field s
 	done
-	# the corpus's first row is empty: without a BOS (qwen3) that is an error;
+	# the corpus's first row is empty: without a BOS (qwen3) its table is
+	# empty (#16 section 7; builds before that exit 1);
 	# the rest of it, row by row
 	g synth/tok.qwen3.rows.tsv sh_ "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
 		actdump --tokens-only --tokenizer in/tok/qwen3/tokenizer.json --jsonl in/corpus.jsonl --field s --index \$i; done"
@@ -345,7 +345,7 @@ sec_cli() {
 	g cli/swapexp.far rc=1 swapexp -m in/models/q2 random/q2.h5 in/far.tsv
 	g cli/swapexp.arch rc=1 swapexp -m in/models/q2 random/ll.h5 random/ll.eps.tsv
 	g cli/swapexp.window rc=2 swapexp -m in/models/q2 random/q2.h5 random/q2.eps.tsv -w 0
-	g cli/pcaprobe.layer rc=1 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --layer 99
+	g cli/pcaprobe.layer rc=2 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --layer 99
 	g cli/pcaprobe.k0 rc=2 pcaprobe -m in/models/q2 random/q2.h5 random/q2.eps.tsv --n-components 0
 	g cli/pcaprobe.nocontrol rc=1 pcaprobe -m in/stories260k stories/story.h5 stories/eps.story.tsv --layer 3 \
 		--classes digit --tau-cos 0.3 --tau-norm 1.1
@@ -366,6 +366,27 @@ cmd_make() {
 	command -v jq >/dev/null || die "jq missing"
 	mkdir -p "$out" && cd "$out" || die "cannot create $out"
 	export PATH="$bin:$PATH" SINKSCOPE_NO_PROGRESS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 TZ=UTC
+	# A build from before 4acb345 spells pcaprobe's count --components (the
+	# name is now swapexp's component list): its runs go through a shim
+	# outside OUTDIR that passes --components where this script says
+	# --n-components, and `make` says so.  Nothing else is translated: the
+	# messages that name the option differ, and cmp shows them.
+	if [ -x "$bin/pcaprobe" ] && ! "$bin/pcaprobe" --help 2>&1 | grep -q -- --n-components; then
+		GOLDEN_SHIM=$(mktemp -d) || die "mktemp failed"
+		trap 'rm -rf "$GOLDEN_SHIM"' EXIT
+		cat >"$GOLDEN_SHIM/pcaprobe" <<EOF
+#!/usr/bin/env bash
+a=()
+for x; do
+	case \$x in --n-components) x=--components ;; --n-components=*) x=--components=\${x#*=} ;; esac
+	a+=("\$x")
+done
+exec -a pcaprobe "$bin/pcaprobe" "\${a[@]}"
+EOF
+		chmod +x "$GOLDEN_SHIM/pcaprobe"
+		PATH="$GOLDEN_SHIM:$PATH"
+		echo "golden: $bin/pcaprobe predates --n-components (4acb345): its runs get --components instead" >&2
+	fi
 	# the programs: this tree's sources (src/cmd/*.c or src/*.c) and BINDIR
 	local srcs p
 	srcs=$(ls "$ROOT"/src/cmd/*.c "$ROOT"/src/*.c 2>/dev/null | sed 's|.*/||; s|\.c$||' | sort -u)
