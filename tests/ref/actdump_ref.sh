@@ -21,6 +21,12 @@
 REF=$SS_ROOT/tests/ref
 TOL=1e-4
 T=384
+# the bf16 section's attention geometry (query block, key tile), imposed on
+# the engine through its test hook SINKSCOPE_ATTN_TILE and given to the
+# reference; GEO2 a second one on a few variants (blocks not aligned to 16,
+# several tiles per row, the window's first key inside a tile)
+GEO=32,256 GEO2=24,48
+GEO2_VARIANTS="mistral-swa-f32 qwen2-bf16-sh"
 
 if ! have_py torch || ! have_py h5py || ! have_py numpy; then
 	t_skip "reference checks" "python3-torch, python3-h5py or python3-numpy absent for $PY"
@@ -82,7 +88,7 @@ for i, mu in enumerate(sys.argv[2:], 1):
 PYEOF
 for v in "${variants[@]}"; do
 	echo "$M/$v $TMP/ids $TMP/$v.ref.h5" >>"$TMP/batch"
-	echo "$M/$v $TMP/ids $TMP/$v.refb.h5 bf16" >>"$TMP/batch"   # the bf16 mode's reference
+	echo "$M/$v $TMP/ids $TMP/$v.refb.h5 bf16:$GEO" >>"$TMP/batch"   # the bf16 mode's reference
 done
 i=0
 for mu in "${mutants[@]}"; do
@@ -179,58 +185,75 @@ t_eq "mistral-f32-sh: two runs with --threads 2 are bit-identical; phi3-f32 --ac
 
 # 3. --compute bf16 against the reference's bf16 mode (hf_ref.py --compute
 #    bf16: each projection's input and weight rounded to bf16, the rounded
-#    values multiplied in float64), every variant.  bf16 rounding is
-#    discontinuous: where the engine's f32 activations and the float64
-#    reference's straddle a bf16 rounding boundary the two round one element
-#    apart (2^-8 relative), and that difference grows layer by layer, so the
-#    worst row or element says little.  The measure here is the relative
-#    Frobenius error of each whole array, ||test - ref|| / ||ref|| over every
-#    layer and position: measured at most 2.0e-3 (resid), 3.4e-3 (attn_out),
-#    2.9e-3 (mlp_out), 4.1e-4 (resid_norm), 1.4e-3 (resid_cos0) and 3.8e-3
-#    (recv) on these 17 variants at T=384 (engine of this commit, oneDNN
-#    bf16 brgemm), so TOLB = 8e-3 is a 2x margin; and since f32 arithmetic
-#    itself lies 4.4e-3 .. 2.2e-2 from the bf16 reference, each array of the
-#    bf16 run must also be at least twice as close to the bf16 reference as
-#    the f32 run's (measured 2.5x at the least, recv of phi3-partial-bf16).
-#    The f32 mode keeps its 1e-4 above; the HDF5 records the mode (root
-#    attribute compute).
-# Since 4820fbf the bf16 mode also rounds attention's q, K, V and each tile's
-# unnormalised probabilities P~; the reference rounds q, K, V and the
-# normalised A, so the two differ by up to one bf16 step per probability.
-# Measured: at most 1.8e-2 (attn_out, recv), and the bf16 run is no longer
-# always closer than the f32 run (0.9x .. 1.8x).  TOLB = 2.5e-2, and the bf16
-# run must differ from the f32 run (the mode took effect); a reference that
-# rounds P~ per tile as the engine does is still to be written.
-TOLB=2.5e-2
-: >"$TMP/bpairs"
+#    values multiplied in float64; attention rounded where the engine
+#    documents it, q, K, V and each key tile's unnormalised P~ against the
+#    row's running max, over the same query blocks and key tiles: GEO above,
+#    imposed on the engine by SINKSCOPE_ATTN_TILE), every variant.  bf16
+#    rounding is discontinuous: where the engine's f32 values and the
+#    float64 reference's straddle a rounding boundary they round one bf16
+#    step apart, and that grows layer by layer, so the worst element says
+#    little.  The measure is the relative Frobenius error of each whole
+#    array, ||test - ref|| / ||ref|| over every layer and position.
+#    Measured on these 17 variants at T=384 (engine d19387f, GEO 32,256):
+#    at most 5.5e-3 (attn_out), 3.8e-3 (mlp_out), 3.7e-3 (recv), 2.8e-3
+#    (resid), 1.8e-3 (resid_cos0), 1.5e-3 (attn_out_norm), 1.3e-3
+#    (mlp_out_norm), 6.1e-4 (resid_norm), so TOLB = 1.2e-2 is a 2.2x margin;
+#    and each array of the bf16 run must be at least RATIO = 2 times closer
+#    to the bf16 reference than the f32 run's (measured 2.3x at the least,
+#    mlp_out_norm of qwen3-bf16-tied; most arrays 3-5x).  The criterion has
+#    teeth: against the earlier reference that rounds the normalised A
+#    instead of P~ (hf_ref.py bf16A) the ratios fall to 0.87x (recv of
+#    phi3-partial-bf16) .. 1.4x; an engine that skips rounding P~ and V
+#    (f32 PV tiles) gives 0.64x .. 1.3x, one that truncates P~ instead of
+#    rounding it 0.76x .. 1.3x.  Below, the second geometry GEO2 on two
+#    variants is held to the same bounds against its own reference
+#    (measured at least 3.3x, at most 3.2e-3; phi3-partial-bf16 there gave
+#    2.04x on recv, too near the bound to keep).  An engine run at GEO2
+#    against the GEO reference gave 1.64x .. 2.0x at the least, a margin
+#    too thin to be a check.  The f32 mode keeps its 1e-4 above; the HDF5
+#    records the mode (root attribute compute).
+TOLB=1.2e-2 RATIO=2
+: >"$TMP/bpairs"; : >"$TMP/batch2"
 for v in "${variants[@]}"; do
-	if actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.b.h5" --acts resid,attn_out,mlp_out --compute bf16 \
-		2>"$TMP/err"; then
+	if SINKSCOPE_ATTN_TILE=$GEO actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.b.h5" --acts resid,attn_out,mlp_out \
+		--compute bf16 2>"$TMP/err"; then
 		echo "$v $TMP/$v.b.h5 $TMP/$v.h5 $TMP/$v.refb.h5" >>"$TMP/bpairs"
 	else t_fail "$v: actdump --compute bf16 ran" "$(head -3 "$TMP/err")"; fi
 done
+for v in $GEO2_VARIANTS; do
+	echo "$M/$v $TMP/ids $TMP/$v.refb2.h5 bf16:$GEO2" >>"$TMP/batch2"
+	if SINKSCOPE_ATTN_TILE=$GEO2 actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.b2.h5" --acts resid,attn_out,mlp_out \
+		--compute bf16 2>"$TMP/err"; then
+		echo "$v(tiles $GEO2) $TMP/$v.b2.h5 $TMP/$v.h5 $TMP/$v.refb2.h5" >>"$TMP/bpairs"
+	else t_fail "$v: SINKSCOPE_ATTN_TILE=$GEO2 actdump --compute bf16 ran" "$(head -3 "$TMP/err")"; fi
+done
+t_ok "reference bf16 mode at tiles $GEO2 on $GEO2_VARIANTS" $PY "$REF/hf_ref.py" --batch "$TMP/batch2"
+err=$(SINKSCOPE_ATTN_TILE=32,40 actdump -m "$M/llama-f32" --ids "$TMP/ids" -o "$TMP/bad.h5" 2>&1); rc=$?
+t_eq "SINKSCOPE_ATTN_TILE with a key tile not a multiple of 16: exit 1, one line" \
+	"1 1 SINKSCOPE_ATTN_TILE '32,40'" "$rc $(echo "$err" | wc -l) $(echo "$err" | grep -o "SINKSCOPE_ATTN_TILE '32,40'")"
 while IFS=$'\t' read -r st what det; do
 	if [ "$st" = ok ]; then t_pass "$what ($det)"; else t_fail "$what" "$det"; fi
-done < <($PY - "$TMP/bpairs" $TOLB <<'PYEOF' 2>&1 | sed '/\t/!s/^/not ok\tbf16 comparison\t/'
+done < <($PY - "$TMP/bpairs" $TOLB $RATIO <<'PYEOF' 2>&1 | sed '/\t/!s/^/not ok\tbf16 comparison\t/'
 import sys, h5py, numpy as np
-tol = float(sys.argv[2])
+tol, ratio = float(sys.argv[2]), float(sys.argv[3])
+KEYS = ("acts/resid", "acts/attn_out", "acts/mlp_out", "stats/resid_norm", "stats/resid_cos0",
+        "stats/recv", "stats/attn_out_norm", "stats/mlp_out_norm")
 for line in open(sys.argv[1]):
-    v, b, f, r = line.split()
+    v, b, f, r = line.rsplit(None, 3)
     b, f, r = h5py.File(b), h5py.File(f), h5py.File(r)
     modes = (b.attrs["compute"], f.attrs["compute"])
     modes = tuple(m.decode() if isinstance(m, bytes) else str(m) for m in modes)
     print("%s\t%s: root attribute compute of the two runs\t%s" %
           ("ok" if modes == ("bf16", "f32") else "not ok", v, "%s, %s" % modes))
-    for k in ("acts/resid", "acts/attn_out", "acts/mlp_out", "stats/resid_norm", "stats/resid_cos0",
-              "stats/recv", "stats/attn_out_norm", "stats/mlp_out_norm"):
+    for k in KEYS:
         R = r[k][()].astype(np.float64)
         n = np.linalg.norm(R)
         eb = np.linalg.norm(b[k][()] - R) / n
         ef = np.linalg.norm(f[k][()] - R) / n
-        d = np.linalg.norm(b[k][()].astype(np.float64) - f[k][()]) / n
-        ok = eb < tol and d > 1e-5
-        print("%s\t%s --compute bf16: %s vs the bf16 reference\trel Frobenius err %.2e (tol %g; "
-              "the f32 run's %.2e, %.1fx)" % ("ok" if ok else "not ok", v, k, eb, tol, ef, ef / eb))
+        ok = eb < tol and ef >= ratio * eb
+        print("%s\t%s --compute bf16: %s vs the bf16 reference\trel Frobenius err %.2e (tol %g); "
+              "the f32 run's %.2e: %.2fx closer (at least %g)" %
+              ("ok" if ok else "not ok", v, k, eb, tol, ef, ef / eb, ratio))
 PYEOF
 )
 t_done

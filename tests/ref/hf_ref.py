@@ -3,9 +3,9 @@
 
     hf_ref.py -m MODEL_DIR --ids FILE -o OUT.h5     stats + all activations
     hf_ref.py -m MODEL_DIR --greedy N [--ids FILE]  greedy ids on stdout
-    hf_ref.py --batch FILE       lines "MODEL_DIR IDS_FILE OUT.h5 [f32|bf16]":
+    hf_ref.py --batch FILE       lines "MODEL_DIR IDS_FILE OUT.h5 [f32|bf16:NB,KT|bf16A]":
                                  one torch start-up for many models
-    --compute bf16               the engine's bf16 mode (see mm below)
+    --compute bf16 --tiles NB,KT the engine's bf16 mode (see mm and attend below)
 
 Follows Hugging Face transformers' modeling code for LlamaForCausalLM,
 MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM and Phi3ForCausalLM
@@ -130,13 +130,21 @@ class Used(dict):
 # projection's input and weight rounded to bf16 (f32 first, then round to
 # nearest even, as the engine rounds its f32 activations; bf16 weights are
 # exact), the product of those rounded values accumulated in float64 (the
-# engine: f32); norms, RoPE, attention, softmax and the lm_head as in f32
-# mode.  mm(x, W) is every projection x @ W.  Attention (the engine's bf16
-# tiles, attention.h): q, K, V and the probabilities rounded the same way
-# before QK^T and PV (the engine rounds each tile's unnormalised P~, the
-# reference the normalised A: the same rounding up to the scale);
-# softmax and recv from the unrounded scores.
+# engine: f32); norms, RoPE, softmax and the lm_head as in f32 mode.
+# mm(x, W) is every projection x @ W.  Attention follows the rounding points
+# the engine documents (engine/attention.h, attention.c) for its packed
+# tiles: q, K and V rounded to bf16 before QK^T; the keys of each query
+# block (NB queries from position 0; keys from the block's first query's
+# first visible key, down to a multiple of 16) in tiles of KT, each row
+# with the online softmax of FlashAttention (Dao et al. 2022, alg. 1):
+#   m' = max(m, max_tile S),  P~ = exp(S - m'),  l = l e^(m - m') + sum P~,
+#   O = O e^(m - m') + bf16(P~) V,  output O / l,
+# so only P~ is rounded, per tile against its running max, and l and recv
+# come from the unrounded probabilities.  NB, KT: --tiles (the engine's
+# SINKSCOPE_ATTN_TILE).  TILES = None with MM_BF16 is the earlier, weaker
+# reference ("bf16A"): the normalised A rounded instead of P~.
 MM_BF16 = False
+TILES = None
 
 
 def bfr(t):
@@ -145,6 +153,38 @@ def bfr(t):
 
 def mm(x, wt):
     return bfr(x) @ bfr(wt)
+
+
+def attend(s, mask, v):
+    """The attention output [H, T, hd] of scores s [H, T, T] (masked: -inf
+    where mask is not 0) and values v [H, T, hd], and the probabilities A."""
+    A = torch.softmax(s, -1)
+    if not MM_BF16 or TILES is None:
+        return bfr(A) @ bfr(v), A
+    nb, kt = TILES
+    vb = bfr(v)
+    H, T, hd = v.shape
+    allowed = mask == 0
+    out = torch.empty_like(v)
+    for qs in range(0, T, nb):
+        qe = min(qs + nb, T)
+        kb = int(allowed[qs].nonzero()[0]) // 16 * 16
+        m = torch.full((H, qe - qs), float("-inf"), dtype=s.dtype)
+        l = torch.zeros((H, qe - qs), dtype=s.dtype)
+        o = torch.zeros((H, qe - qs, hd), dtype=s.dtype)
+        for c0 in range(kb, qe, kt):
+            c1 = min(c0 + kt, qe)
+            S = s[:, qs:qe, c0:c1]                      # -inf where masked
+            mt = torch.maximum(m, S.amax(-1))
+            seen = mt > float("-inf")
+            mt0 = torch.where(seen, mt, torch.zeros_like(mt))
+            a = torch.where(seen, torch.exp(m - mt0), torch.ones_like(mt))
+            P = torch.exp(S - mt0[..., None])           # exp(-inf) = 0: masked keys
+            l = l * a + P.sum(-1)
+            o = o * a[..., None] + bfr(P) @ vb[:, c0:c1]
+            m = mt
+        out[:, qs:qe] = o / l[..., None]
+    return out, A
 
 
 def rms(x, w, eps):
@@ -342,10 +382,10 @@ def forward_family(cfg, w, ids, keep_acts, hf_last_norm, dt, edit, allowed_of=No
         mask = mask_of(window[l])
         if allowed_of is not None:   # a key selection within the layer's causal window
             mask = torch.where(allowed_of(l + 1, mask == 0), 0.0, float("-inf")).to(dt)
-        A = torch.softmax(s + mask, -1)
+        o, A = attend(s + mask, mask, v)
         if attn_hook is not None:
             attn_hook(l + 1, A)
-        o = (bfr(A) @ bfr(v)).transpose(0, 1).reshape(T, H * hd)
+        o = o.transpose(0, 1).reshape(T, H * hd)
         if gpt2:
             a = mm(o, w[p + "attn.c_proj.weight"]) + w[p + "attn.c_proj.bias"]
         elif neox:
@@ -526,10 +566,10 @@ def forward(cfg, w, ids, keep_acts=True, hf_last_norm=False, dt=torch.float64, e
         if allowed_of is not None:
             mask = torch.where(allowed_of(l + 1, allowed), 0.0, float("-inf")).to(dt)
         s = bfr(q) @ bfr(k).transpose(1, 2) / math.sqrt(hd) + mask
-        A = torch.softmax(s, -1)                            # [H, Tq, Tk]
+        o, A = attend(s, mask, v)                           # A [H, Tq, Tk]
         if attn_hook is not None:
             attn_hook(l + 1, A)
-        o = (bfr(A) @ bfr(v)).transpose(0, 1).reshape(T, H * hd)
+        o = o.transpose(0, 1).reshape(T, H * hd)
         a = mm(o, w[p + "self_attn.o_proj.weight"].T)
         if o_bias:
             a = a + w[p + "self_attn.o_proj.bias"]
@@ -618,6 +658,20 @@ def read_ids(path):
     return [int(t) for t in s.split()]
 
 
+def compute_of(word):
+    """f32 | bf16:NB,KT | bf16A -> (MM_BF16, TILES)"""
+    if word == "f32":
+        return False, None
+    if word == "bf16A":
+        return True, None
+    if word.startswith("bf16:"):
+        nb, kt = (int(x) for x in word[5:].split(","))
+        if nb < 1 or kt < 16 or kt % 16:
+            raise SystemExit("hf_ref: tiles %r: NB >= 1, KT a multiple of 16" % word)
+        return True, (nb, kt)
+    raise SystemExit("hf_ref: compute %r: expected f32, bf16:NB,KT or bf16A" % word)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-m", "--model")
@@ -628,17 +682,19 @@ def main():
     ap.add_argument("--no-acts", action="store_true")
     ap.add_argument("--hf-last-norm", action="store_true")
     ap.add_argument("--f32", action="store_true", help="compute in float32 (to size tolerances)")
-    ap.add_argument("--compute", choices=("f32", "bf16"), default="f32",
-                    help="bf16: the projections of the engine's bf16 mode (mm above)")
+    ap.add_argument("--compute", choices=("f32", "bf16", "bf16A"), default="f32",
+                    help="bf16: the engine's bf16 mode (mm, attend above) with --tiles; "
+                         "bf16A: the normalised probabilities rounded instead")
+    ap.add_argument("--tiles", metavar="NB,KT", help="the engine's query block and key tile (bf16)")
     a = ap.parse_args()
-    global MM_BF16
-    MM_BF16 = a.compute == "bf16"
+    global MM_BF16, TILES
+    MM_BF16, TILES = compute_of(a.compute + (":" + a.tiles if a.tiles else ""))
     if a.batch:
         for line in open(a.batch):
             if line.strip():
-                f = line.split()   # MODEL_DIR IDS_FILE OUT.h5 [f32|bf16]
+                f = line.split()   # MODEL_DIR IDS_FILE OUT.h5 [f32|bf16:NB,KT|bf16A]
                 md, idf, o = f[:3]
-                MM_BF16 = len(f) > 3 and f[3] == "bf16"
+                MM_BF16, TILES = compute_of(f[3] if len(f) > 3 else "f32")
                 cfg, w = load(md)
                 ids = read_ids(idf)
                 write_h5(o, md, cfg, ids, forward(cfg, w, ids))

@@ -130,9 +130,23 @@ int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblo
 	a->qdim = a->H * a->hd;
 	a->kvdim = a->Hkv * a->hd;
 	a->maxT = maxT;
-	a->qb = qblock < maxT ? qblock : maxT;
 	a->window = c->sliding_window;
 	a->kt = KTILE;
+	/* the test hook (attention.h): the reference tests choose the geometry
+	 * their bf16 references tile by */
+	const char *geo = getenv("SINKSCOPE_ATTN_TILE");
+	if (geo) {
+		char *end = NULL;
+		long nb = strtol(geo, &end, 10), kt = *end == ',' ? strtol(end + 1, &end, 10) : 0;
+		if (*end || nb < 1 || kt < NP || kt % NP || kt > 1L << 20) {
+			free(a);
+			return ss_err_set(e, "SINKSCOPE_ATTN_TILE '%s': expected QBLOCK,KTILE (a key tile a multiple of %d)",
+			                  geo, NP);
+		}
+		qblock = nb;
+		a->kt = kt;
+	}
+	a->qb = qblock < maxT ? qblock : maxT;
 	a->ntile = ntiles(maxT, a->kt);
 	a->nth = nth < 1 ? 1 : nth;
 	a->scale = (float)(c->attn_scale > 0 ? c->attn_scale : 1.0 / sqrt((double)a->hd));

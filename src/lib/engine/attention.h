@@ -23,6 +23,11 @@
 typedef struct ss_attn ss_attn;
 
 int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblock, ss_err *e);
+int attn_create(ss_attn **out, const ss_config *c, long maxT, int nth, long qblock, ss_err *e);
+/* Test hook: the environment variable SINKSCOPE_ATTN_TILE=NB,KT (read by
+ * attn_create only) replaces qblock by NB and the key tile by KT, so that
+ * a reference test (tests/ref/actdump_ref.sh, bf16) tiles as the engine
+ * does; a malformed value is attn_create's error. */
 /* Keys per tile, a multiple of 16 (default 256; tests set small tiles to
  * reach every path). */
 int attn_set_key_tile(ss_attn *a, long kt, ss_err *e);
