@@ -62,6 +62,11 @@ static int parse_alphas(const char *s, double **a, long *n, ss_err *e)
 	return 0;
 }
 
+static void on_progress(void *ctx, double done, double total)
+{
+	ss_progress_update(ctx, done, total, "layers");
+}
+
 int main(int argc, char **argv)
 {
 	ss_interv_cli c;
@@ -117,7 +122,6 @@ int main(int argc, char **argv)
 	size_t n_tg = 0;
 	ss_ofile of = {0};
 	ss_probe *pr = NULL;
-	float *x = NULL, *res = NULL;
 	unsigned char *done_l = NULL;
 	int rc = SS_EXIT_FAIL;
 	ss_dec_opts dopt = {.threads = (int)c.threads, .compute = c.compute};
@@ -139,34 +143,15 @@ int main(int argc, char **argv)
 	/* every layer first, so that a failure leaves no partial table */
 	if (!(pr = ss_calloc(tr.L + 1, sizeof *pr, "probes", &e)))
 		goto done;
-	long n_ls = 0, k_ls = 0; /* the l_starts to probe, for progress */
-	for (size_t t = 0; t < n_tg; t++) {
-		long ls = layer ? layer : tg[t].l_start;
-		n_ls += !done_l[ls];
-		done_l[ls] = 1;
-	}
-	memset(done_l, 0, (size_t)tr.L + 1);
 	ss_progress pg; /* on a terminal only (util/progress.h) */
 	ss_progress_start(&pg, prog.name);
-	for (size_t t = 0; t < n_tg; t++) {
-		long ls = layer ? layer : tg[t].l_start, T, D;
-		if (done_l[ls])
-			continue;
-		done_l[ls] = 1;
-		ss_progress_update(&pg, (double)k_ls++, (double)n_ls, "layers");
-		free(x);
-		free(res);
-		x = res = NULL;
-		if (trace_acts_read(h5, "mlp_in", ls, &x, &T, &D, &e) < 0 ||
-		    trace_acts_read(h5, "resid", ls, &res, &T, &D, &e) < 0 ||
-		    probe_run(&dec, &tr, ls, x, res, tg, n_tg, (int)ncomp, alpha, n_alpha, fit_nonsink,
-		              &sp, classes, &pr[ls], &e) < 0) {
-			ss_progress_end(&pg);
-			goto done;
-		}
-	}
-	ss_progress_update(&pg, (double)n_ls, (double)n_ls, "layers");
+	ss_probe_plan pl = {.layer = layer, .k = (int)ncomp, .fit_nonsink = fit_nonsink, .alpha = alpha,
+	                    .n_alpha = n_alpha, .sp = sp, .classes = classes,
+	                    .progress = on_progress, .progress_ctx = &pg};
+	int r = probe_run_all(&dec, h5, &tr, tg, n_tg, &pl, pr, done_l, &e);
 	ss_progress_end(&pg);
+	if (r < 0)
+		goto done;
 	if (ss_ofile_open(&of, c.out_path, &e) < 0)
 		goto done;
 	for (long l = 1, hdr = 1; l <= tr.L; l++) {
@@ -187,8 +172,6 @@ done:
 	for (long l = 0; pr && l <= tr.L; l++)
 		probe_free(&pr[l]);
 	free(pr);
-	free(x);
-	free(res);
 	free(done_l);
 	free(alpha);
 	free(tg);

@@ -239,3 +239,41 @@ void probe_write_vectors(FILE *f, int header, const ss_trace *tr, const ss_probe
 		fputc('\n', f);
 	}
 }
+
+int probe_run_all(ss_dec *d, ss_h5 *f, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
+                  const ss_probe_plan *pl, ss_probe *pr, unsigned char *probed, ss_err *e)
+{
+	long n_ls = 0, k_ls = 0; /* the l_starts to probe, for progress */
+	memset(probed, 0, (size_t)tr->L + 1);
+	for (size_t t = 0; t < n_tg; t++) {
+		long ls = pl->layer ? pl->layer : tg[t].l_start;
+		n_ls += !probed[ls];
+		probed[ls] = 1;
+	}
+	memset(probed, 0, (size_t)tr->L + 1);
+	float *x = NULL, *res = NULL;
+	int rc = -1;
+	for (size_t t = 0; t < n_tg; t++) {
+		long ls = pl->layer ? pl->layer : tg[t].l_start, T, D;
+		if (probed[ls])
+			continue;
+		probed[ls] = 1;
+		if (pl->progress)
+			pl->progress(pl->progress_ctx, (double)k_ls++, (double)n_ls);
+		free(x);
+		free(res);
+		x = res = NULL;
+		if (trace_acts_read(f, "mlp_in", ls, &x, &T, &D, e) < 0 ||
+		    trace_acts_read(f, "resid", ls, &res, &T, &D, e) < 0 ||
+		    probe_run(d, tr, ls, x, res, tg, n_tg, pl->k, pl->alpha, pl->n_alpha,
+		              pl->fit_nonsink, &pl->sp, pl->classes, &pr[ls], e) < 0)
+			goto done;
+	}
+	if (pl->progress)
+		pl->progress(pl->progress_ctx, (double)n_ls, (double)n_ls);
+	rc = 0;
+done:
+	free(x);
+	free(res);
+	return rc;
+}

@@ -28,6 +28,7 @@
 #include "util/err.h"
 #include "analysis/pca.h"
 #include "interv/swap.h"
+#include "io/trace.h"
 
 typedef struct ss_probe_comp {
 	double var_ratio, proj_sinks, proj_controls;
@@ -56,6 +57,24 @@ int probe_run(ss_dec *d, const ss_trace *tr, long layer, const float *x, const f
               int fit_nonsink, const ss_sink_params *sp, unsigned classes, ss_probe *out,
               ss_err *e);
 void probe_free(ss_probe *p);
+
+/* probe_run at every l_start of tg (or only at layer, when > 0), each
+ * once, reading x[ls] (/acts/mlp_in) and h[ls] (/acts/resid) of trace tr
+ * from f.  pr [tr->L + 1] receives the probe of layer ls at pr[ls] and
+ * probed [tr->L + 1] is set to 1 there.  progress (may be NULL) gets
+ * (l_starts done, l_starts in all) before each and once at the end. */
+typedef struct ss_probe_plan {
+	long layer;                 /* 0: every l_start of the targets */
+	int k, fit_nonsink;
+	const double *alpha;
+	long n_alpha;
+	ss_sink_params sp;
+	unsigned classes;
+	void (*progress)(void *ctx, double done, double total);
+	void *progress_ctx;
+} ss_probe_plan;
+int probe_run_all(ss_dec *d, ss_h5 *f, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
+                  const ss_probe_plan *pl, ss_probe *pr, unsigned char *probed, ss_err *e);
 
 /* trace l_start component var_ratio cum_ratio proj_sinks proj_controls alpha gain cos_u */
 void probe_write_comps(FILE *f, int header, const ss_trace *tr, const ss_probe *p);
