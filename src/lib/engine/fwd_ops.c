@@ -151,14 +151,18 @@ void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const
 		if (pw) {
 			ss_err e = {0};
 			double t = ss_now();
-			int rc = mm_run(f->mm, pw, M, A, lda, C, ldc, bias, &e);
+			/* a shape oneDNN would run on its reference code is declined:
+			 * sgemm on W in mm_run, or below for a resident bf16 matrix */
+			int rc = mm_run(f->mm, pw, M, A, lda, Wb ? NULL : W, ldw, C, ldc, bias, &e);
 			f->tm.linear += ss_now() - t;
 			if (rc == 0)
 				return;
-			f->mm_failed = 1;   /* C is rewritten whole below */
+			if (rc < 0)
+				f->mm_failed = 1;   /* C is rewritten whole below */
 		}
-		fprintf(stderr, "warning: oneDNN matmul refused %ld x %ld x %ld: OpenBLAS sgemm (f32) from "
-		        "now on\n", M, N, K);
+		if (f->mm_failed)
+			fprintf(stderr, "warning: oneDNN matmul refused %ld x %ld x %ld: OpenBLAS sgemm (f32) "
+			        "from now on\n", M, N, K);
 	}
 	if (Wb && M == 1)
 		j.Wb = Wb;

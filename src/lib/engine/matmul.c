@@ -10,6 +10,7 @@
  * primitive, parallel as the product is). */
 #include "engine/matmul.h"
 
+#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@ typedef struct mm_prim {
 	dnnl_memory_desc_t wmd;       /* matmul: the packed weights' descriptor */
 	dnnl_primitive_t p;
 	dnnl_memory_desc_t scratch_md;
+	int declined;                 /* only a ref: implementation: sgemm instead */
 	char impl[48];
 } mm_prim;
 
@@ -44,6 +46,9 @@ struct ss_mm {
 	void *scratch;                /* the primitives' scratchpad (user mode) */
 	size_t scratchn;
 	char impl[48];
+	int declined;                 /* shapes declined so far */
+	int test_no_dense;            /* tests: strided f32 A passed to oneDNN as it is */
+	char test_ref[32];            /* tests: implementations named so count as ref */
 };
 
 struct ss_mm_w {
@@ -99,7 +104,7 @@ void mm_free(ss_mm *m)
 	if (!m)
 		return;
 	for (int i = 0; i < CACHE; i++)
-		if (m->cache[i].used)
+		if (m->cache[i].used && m->cache[i].p)
 			dnnl_primitive_destroy(m->cache[i].p);
 	if (m->strm)
 		dnnl_stream_destroy(m->strm);
@@ -186,7 +191,9 @@ static mm_prim *prim(ss_mm *m, int kind, long M, long N, long K, long lda, long 
 	}
 	mm_prim *c = free_slot ? free_slot : old;
 	if (c->used) {
-		dnnl_primitive_destroy(c->p);
+		if (c->p)
+			dnnl_primitive_destroy(c->p);
+		c->p = NULL;
 		c->used = 0;
 	}
 	dnnl_primitive_desc_t pd;
@@ -210,6 +217,21 @@ static mm_prim *prim(ss_mm *m, int kind, long M, long N, long K, long lda, long 
 		return NULL;
 	}
 	impl_name(pd, c->impl, sizeof c->impl);
+	c->declined = 0;
+	if (kind == 0 && (!strncmp(c->impl, "ref:", 4) ||
+	                  (m->test_ref[0] && !strncmp(c->impl, m->test_ref, strlen(m->test_ref))))) {
+		/* oneDNN's reference matmul runs at about 1 GFLOP/s (a strided A went
+		 * there silently: 41 s instead of under 1): never run it */
+		dnnl_primitive_desc_destroy(pd);
+		fprintf(stderr, "warning: oneDNN has only %s for the %s product %ld x %ld x %ld "
+		        "(M x N x K, lda %ld, ldc %ld%s): OpenBLAS sgemm (f32) for this shape\n", c->impl,
+		        mm_compute_name(m->mode), M, N, K, lda, ldc, bias ? ", bias" : "");
+		m->declined++;
+		c->declined = 1;
+		c->p = NULL;
+		c->scratch_md = (dnnl_memory_desc_t){0};
+		goto keep;
+	}
 	c->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
 	s = dnnl_primitive_create(&c->p, pd);
 	dnnl_primitive_desc_destroy(pd);
@@ -229,6 +251,7 @@ static mm_prim *prim(ss_mm *m, int kind, long M, long N, long K, long lda, long 
 		m->scratch = p;
 		m->scratchn = need;
 	}
+keep:
 	c->used = 1;
 	c->kind = kind;
 	c->M = M, c->N = N, c->K = K, c->lda = lda, c->ldc = ldc, c->bias = bias;
@@ -365,12 +388,44 @@ size_t mm_w_bytes(const ss_mm_w *w)
 	return w->bytes;
 }
 
-int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *C, long ldc,
-           const float *bias, ss_err *e)
+void mm_test_set(ss_mm *m, int no_dense_copy, const char *as_ref)
+{
+	m->test_no_dense = no_dense_copy;
+	snprintf(m->test_ref, sizeof m->test_ref, "%s", as_ref ? as_ref : "");
+}
+
+int mm_declined(const ss_mm *m)
+{
+	return m->declined;
+}
+
+/* the product of a declined shape: OpenBLAS sgemm with its own threads */
+static int sgemm_run(ss_mm *m, long M, long N, long K, const float *A, long lda, const float *W,
+                     long ldw, float *C, long ldc, const float *bias)
+{
+	if (!W)
+		return 1;
+	int was = openblas_get_num_threads();   /* the engine's pool keeps it at 1 */
+	openblas_set_num_threads(m->threads);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)M, (int)N, (int)K, 1.0f, A,
+	            (int)lda, W, (int)ldw, 0.0f, C, (int)ldc);
+	openblas_set_num_threads(was);
+	if (bias)
+		for (long i = 0; i < M; i++)
+			for (long j = 0; j < N; j++)
+				C[i * ldc + j] += bias[j];
+	snprintf(m->impl, sizeof m->impl, "sgemm (declined ref)");
+	return 0;
+}
+
+int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, const float *W, long ldw,
+           float *C, long ldc, const float *bias, ss_err *e)
 {
 	long N = w->N, K = w->K;
 	if (M < 1)
 		return 0;
+	const float *A0 = A;
+	long lda0 = lda;
 	const void *src = A;
 	if (m->mode == SS_COMPUTE_BF16) {   /* A -> bf16 (round to nearest even) */
 		size_t need = (size_t)M * (size_t)K;
@@ -394,7 +449,7 @@ int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *
 		if (exec(m, r, 2, arg, mds, ptr, e) < 0)
 			return -1;
 		src = m->abuf;
-	} else if (lda != K) {
+	} else if (lda != K && !m->test_no_dense) {
 		/* oneDNN 2.6 has no brgemm for a strided f32 A and falls back to its
 		 * reference matmul (about 1 GFLOP/s): copy the rows dense first */
 		size_t need = (size_t)M * (size_t)K;
@@ -414,6 +469,8 @@ int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *
 	mm_prim *p = prim(m, 0, M, N, K, lda, ldc, bias != NULL, &w->md, e);
 	if (!p)
 		return -1;
+	if (p->declined)
+		return sgemm_run(m, M, N, K, A0, lda0, W, ldw, C, ldc, bias);
 	snprintf(m->impl, sizeof m->impl, "%s", p->impl);
 	dnnl_memory_desc_t a, c, b;
 	md2(&a, M, K, m->mode == SS_COMPUTE_BF16 ? K : lda, wtype(m));

@@ -1,0 +1,233 @@
+/* test_matmul.c - engine/matmul.h against a double-precision sum of the
+ * same products, |C - ref| <= tol * sum |a w| + 1e-30 (tol 1e-5 for f32
+ * arithmetic in any order, 2^-7 for bf16 inputs), and its refusal of
+ * oneDNN's reference implementation:
+ *   - a strided f32 A given to oneDNN as it is (mm_test_set's
+ *     no_dense_copy; oneDNN 2.6 has only ref:any for it) is declined: the
+ *     result is sgemm's (f32 tolerance), one warning line on stderr names
+ *     the shape and ref, and a second product of that shape warns no more;
+ *   - an implementation declared ref by the test hook (the one oneDNN picked
+ *     for a dense product, in both modes) is declined the same way, and in
+ *     the bf16 mode the result then has f32's accuracy, which bf16 inputs
+ *     cannot reach (so sgemm ran, not oneDNN);
+ *   - with no W to fall back on, a declined product returns 1, C untouched. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "engine/matmul.h"
+
+static uint64_t rng = 7;
+static double unif(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+typedef struct prob {
+	long M, N, K, lda, ldc;
+	float *A, *W, *C, *bias;
+	double *ref, *mag;
+} prob;
+
+static prob mk(long M, long N, long K, long lda, long ldc)
+{
+	prob p = {.M = M, .N = N, .K = K, .lda = lda, .ldc = ldc};
+	p.A = malloc(sizeof(float) * (size_t)(M * lda));
+	p.W = malloc(sizeof(float) * (size_t)(N * K));
+	p.C = malloc(sizeof(float) * (size_t)(M * ldc));
+	p.bias = malloc(sizeof(float) * (size_t)N);
+	p.ref = malloc(sizeof(double) * (size_t)(M * N));
+	p.mag = malloc(sizeof(double) * (size_t)(M * N));
+	assert_non_null(p.mag);
+	for (long i = 0; i < M * lda; i++)
+		p.A[i] = (float)(2 * unif() - 1);
+	for (long i = 0; i < N * K; i++)
+		p.W[i] = (float)(2 * unif() - 1);
+	for (long j = 0; j < N; j++)
+		p.bias[j] = (float)(unif() - 0.5);
+	for (long i = 0; i < M; i++)
+		for (long j = 0; j < N; j++) {
+			double s = p.bias[j], a = fabs(p.bias[j]);
+			for (long k = 0; k < K; k++) {
+				s += (double)p.A[i * lda + k] * p.W[j * K + k];
+				a += fabs((double)p.A[i * lda + k] * p.W[j * K + k]);
+			}
+			p.ref[i * N + j] = s;
+			p.mag[i * N + j] = a;
+		}
+	return p;
+}
+
+static void rm(prob *p)
+{
+	free(p->A), free(p->W), free(p->C), free(p->bias), free(p->ref), free(p->mag);
+}
+
+/* the largest |C - ref| / sum |a w| */
+static double err(const prob *p)
+{
+	double w = 0;
+	for (long i = 0; i < p->M; i++)
+		for (long j = 0; j < p->N; j++) {
+			double d = fabs(p->C[i * p->ldc + j] - p->ref[i * p->N + j]) / (p->mag[i * p->N + j] + 1e-30);
+			w = d > w ? d : w;
+		}
+	return w;
+}
+
+/* stderr into a file while f runs; returns the lines naming a declined shape */
+static char cap[4096];
+static int saved = -1;
+static FILE *capf;
+static void cap_start(void)
+{
+	fflush(stderr);
+	capf = tmpfile();
+	assert_non_null(capf);
+	saved = dup(2);
+	dup2(fileno(capf), 2);
+}
+static int cap_end(void)
+{
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(capf);
+	size_t n = fread(cap, 1, sizeof cap - 1, capf);
+	cap[n] = 0;
+	fclose(capf);
+	int lines = 0;
+	for (const char *s = cap; (s = strstr(s, "warning: oneDNN has only")); s++)
+		lines++;
+	return lines;
+}
+
+static void run(ss_mm *m, prob *p, ss_mm_w **w, int with_w)
+{
+	ss_err e = {0};
+	if (!*w)
+		assert_int_equal(mm_pack(m, w, p->W, p->N, p->K, p->K, p->M, &e), 0);
+	for (long i = 0; i < p->M * p->ldc; i++)
+		p->C[i] = NAN;
+	int rc = mm_run(m, *w, p->M, p->A, p->lda, with_w ? p->W : NULL, p->K, p->C, p->ldc, p->bias, &e);
+	if (rc < 0)
+		fail_msg("mm_run: %s", e.msg);
+	assert_int_equal(rc, with_w ? 0 : mm_declined(m) ? 1 : 0);
+}
+
+/* dense products in both modes: oneDNN's own result, not declined */
+static void dense(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		ss_mm *m;
+		ss_err e = {0};
+		assert_int_equal(mm_create(&m, (ss_compute)mode, 2, &e), 0);
+		prob p = mk(37, 70, 96, 96, 70);
+		ss_mm_w *w = NULL;
+		run(m, &p, &w, 1);
+		assert_int_equal(mm_declined(m), 0);
+		assert_true(strncmp(mm_impl(m), "ref:", 4) != 0);
+		double d = err(&p);
+		if (d > (mode ? 1.0 / 128 : 1e-5))
+			fail_msg("%s (%s): error %g", mm_compute_name((ss_compute)mode), mm_impl(m), d);
+		if (mode == 1 && d < 1e-4)   /* bf16 inputs really */
+			fail_msg("bf16 mode as accurate as f32 (%g)", d);
+		mm_w_free(w);
+		rm(&p);
+		mm_free(m);
+	}
+}
+
+/* a strided A that oneDNN 2.6 can only run on ref:any */
+static void strided_ref(void **state)
+{
+	(void)state;
+	ss_mm *m;
+	ss_err e = {0};
+	assert_int_equal(mm_create(&m, SS_COMPUTE_F32, 2, &e), 0);
+	mm_test_set(m, 1, NULL);
+	prob p = mk(33, 48, 64, 2 * 64, 48);   /* A: the first 64 of 128 columns */
+	ss_mm_w *w = NULL;
+	cap_start();
+	run(m, &p, &w, 1);
+	run(m, &p, &w, 1);   /* the same shape again: no second warning */
+	int lines = cap_end();
+	assert_int_equal(mm_declined(m), 1);
+	assert_int_equal(lines, 1);
+	if (!strstr(cap, "ref:") || !strstr(cap, "33 x 48 x 64"))
+		fail_msg("the warning names neither ref nor the shape: %s", cap);
+	assert_string_equal(mm_impl(m), "sgemm (declined ref)");
+	if (err(&p) > 1e-5)
+		fail_msg("declined product: error %g", err(&p));
+	mm_w_free(w);
+	rm(&p);
+	mm_free(m);
+}
+
+/* the implementation picked for a dense product, declared ref by the hook */
+static void forced_ref(void **state)
+{
+	(void)state;
+	for (int mode = 0; mode < 2; mode++) {
+		ss_mm *m;
+		ss_err e = {0};
+		assert_int_equal(mm_create(&m, (ss_compute)mode, 2, &e), 0);
+		prob p = mk(20, 40, 72, 72, 40);
+		ss_mm_w *w = NULL;
+		run(m, &p, &w, 1);
+		char impl[48];
+		snprintf(impl, sizeof impl, "%s", mm_impl(m));
+		mm_w_free(w);
+		mm_free(m);
+		assert_int_equal(mm_create(&m, (ss_compute)mode, 2, &e), 0);
+		mm_test_set(m, 0, impl);
+		w = NULL;
+		cap_start();
+		run(m, &p, &w, 1);
+		run(m, &p, &w, 1);
+		int lines = cap_end();
+		assert_int_equal(lines, 1);
+		assert_int_equal(mm_declined(m), 1);
+		if (!strstr(cap, impl))
+			fail_msg("the warning does not name %s: %s", impl, cap);
+		if (err(&p) > 1e-5)   /* f32 sgemm, also in the bf16 mode */
+			fail_msg("%s declined: error %g", mm_compute_name((ss_compute)mode), err(&p));
+		/* no W: the caller's to do, C untouched */
+		cap_start();
+		run(m, &p, &w, 0);
+		assert_int_equal(cap_end(), 0);
+		for (long i = 0; i < p.M * p.ldc; i++)
+			assert_true(isnan(p.C[i]));
+		/* another shape is not declined by the first one's */
+		prob q = mk(20, 24, 72, 72, 24);
+		ss_mm_w *wq = NULL;
+		mm_test_set(m, 0, NULL);
+		run(m, &q, &wq, 1);
+		assert_int_equal(mm_declined(m), 1);
+		assert_true(strcmp(mm_impl(m), "sgemm (declined ref)") != 0);
+		mm_w_free(wq);
+		rm(&q);
+		mm_w_free(w);
+		rm(&p);
+		mm_free(m);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(dense),
+		cmocka_unit_test(strided_ref),
+		cmocka_unit_test(forced_ref),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
