@@ -25,11 +25,21 @@
 # compare the ratios (each round's % of the sgemm-implied rate), not tok/s.
 # BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2),
 # BENCH_FAMILIES (names above; default all).
+# Both compute modes: prefillbench's in-process figure is the f32 mode;
+# then each model runs as stats-only actdump --timings, --compute f32 and
+# --compute bf16 alternating (BENCH_ROUNDS times), and each run's compute
+# time is put against the sgemm rate of prefillbench's last reference
+# window (printed with the load average): "% of the sgemm-implied rate"
+# for both modes, from one method (the bf16 mode's own bound is oneDNN's
+# bf16 matmul, bench/actdump.sh; here every family is held to the same f32
+# sgemm yardstick as Qwen2).
 # BENCH_PERF=1 (with perf installed) also profiles one stats-only actdump
-# per model at T and prints where its CPU cycles go, in the same groups for
-# every family: OpenBLAS's sgemm kernel, its packing (incopy/oncopy/beta),
-# weight conversion (bf16 -> f32 rows, GPT-2's Conv1D transpose), page
-# faults and zeroing (first touch of the layer buffer), attention, row
+# per model and mode at T and prints where its CPU cycles go, in the same
+# groups for every family: oneDNN's JIT code (the products and the weight
+# packing reorders; perf sees no symbols in it), OpenBLAS (sgemm/sgemv:
+# one-token products, the lm_head), libgomp (oneDNN's OpenMP threads
+# spinning or waiting), weight conversion (bf16 -> f32 rows, GPT-2's
+# Conv1D transpose), page faults and zeroing (first touch), attention, row
 # kernels, the rest.  Shares of cycles move little under foreign load,
 # unlike the wall-clock parts of --timings.
 set -u
@@ -59,29 +69,65 @@ bench() {   # NAME DIR
 	summary+=("$(printf '%-12s %s' "$1" "$(grep '^summary' "$B/$1.prefill" | sed 's/^summary T=[0-9]*: //')")")
 }
 prof=()
-# profile NAME DIR: perf's cycle shares of one actdump run (BENCH_PERF=1)
-profile() {
-	[ "${BENCH_PERF:-}" = 1 ] || return 0
-	command -v perf >/dev/null || { prof+=("$(printf '%-12s perf missing' "$1")"); return 0; }
+ids() {
 	[ -f "$B/ids$T-v32000" ] || $PY -c "
 import numpy as np; r = np.random.default_rng($T)
 print(' '.join(map(str, [1] + list(r.integers(0, 32000, $T - 1)))))" >"$B/ids$T-v32000"
-	perf record -q -F 499 -o "$B/$1.perf" "$SS_BIN/actdump" -m "$2" --ids "$B/ids$T-v32000" -t "$TH" \
-		-o "$B/$1.perf.h5" >/dev/null 2>&1 || { prof+=("$(printf '%-12s perf record failed' "$1")"); return 0; }
-	rm -f "$B/$1.perf.h5"
-	prof+=("$(perf report -i "$B/$1.perf" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' |
-		awk -v n="$1" '{ p = $1 + 0; s = $3 }
-		s ~ /sgemm_kernel/ { k += p; next }
-		s ~ /sgemm_(incopy|oncopy|itcopy|otcopy|beta)/ { pk += p; next }
-		s ~ /st_conv|st_to_f32|tr_task|conv_task|round_task|widen/ { cv += p; next }
-		s ~ /clear_page|page_fault|set_ptes|unmap_page|zap_|folio|lru|_raw_spin/ { pf += p; next }
-		s ~ /^(qk|pv)_|attn|exp_shift/ { at += p; next }
-		s ~ /norm|^add_|gelu|silu|rope|axpy|tanh|expm1|^exp|sumsq|^dot|^max/ { rw += p; next }
-		{ o += p }
-		END { printf "%-12s sgemm %5.1f%%  packing %5.1f%%  conversion %5.1f%%  faults/zeroing %5.1f%%  attention %5.1f%%  rows %5.1f%%  rest %5.1f%%",
-		      n, k, pk, cv, pf, at, rw, o }')")
+}
+# profile NAME DIR: perf's cycle shares of one actdump run per mode (BENCH_PERF=1)
+profile() {
+	[ "${BENCH_PERF:-}" = 1 ] || return 0
+	command -v perf >/dev/null || { prof+=("$(printf '%-12s perf missing' "$1")"); return 0; }
+	ids
+	local c
+	for c in f32 bf16; do
+		perf record -q -F 499 -o "$B/$1.$c.perf" "$SS_BIN/actdump" -m "$2" --ids "$B/ids$T-v32000" -t "$TH" \
+			--compute $c -o "$B/$1.perf.h5" >/dev/null 2>&1 ||
+			{ prof+=("$(printf '%-12s %-4s perf record failed' "$1" $c)"); continue; }
+		rm -f "$B/$1.perf.h5"
+		prof+=("$(perf report -i "$B/$1.$c.perf" --no-children --sort dso,symbol --stdio 2>/dev/null |
+			grep -E '^ +[0-9.]+%' | awk -v n="$1" -v c=$c '{ p = $1 + 0; d = $2; s = $NF }
+			{ for (i = 2; i <= NF; i++) if ($i == "[.]" || $i == "[k]") { s = $(i + 1); break } }
+			d == "[JIT]" { j += p; next }
+			d ~ /libgomp/ { g += p; next }
+			d ~ /openblas/ { ob += p; next }
+			s ~ /st_conv|st_to_f32|tr_task|conv_task|round_task|widen/ { cv += p; next }
+			s ~ /clear_page|page_fault|set_ptes|unmap_page|zap_|folio|lru|_raw_spin/ { pf += p; next }
+			s ~ /^(qk|pv)_|attn|exp_shift/ { at += p; next }
+			s ~ /norm|^add_|gelu|silu|rope|axpy|tanh|expm1|^exp|sumsq|^dot|^max/ { rw += p; next }
+			{ o += p }
+			END { printf "%-12s %-4s oneDNN jit %5.1f%%  openblas %4.1f%%  libgomp %4.1f%%  conversion %4.1f%%  faults/zeroing %4.1f%%  attention %4.1f%%  rows %4.1f%%  rest %4.1f%%",
+			      n, c, j, ob, g, cv, pf, at, rw, o }')")
+	done
+}
+. "$SS_ROOT/tests/bench/timings"
+modes=()
+# modes NAME DIR: actdump --timings in both modes, alternating, against the
+# sgemm rate of prefillbench's last reference window
+modes() {
+	ids
+	local mf ref r c pct line="" all=""
+	mf=$(sed -n -E 's/^# prefillbench .*model ([0-9.]+) MFLOP\/token.*/\1/p' "$B/$1.prefill")
+	ref=$(sed -n -E 's/^ref: sgemm ([0-9.]+) GFLOP\/s sustained.*/\1/p' "$B/$1.prefill" | tail -1)
+	declare -A got=()
+	for ((r = 1; r <= R; r++)); do
+		for c in f32 bf16; do
+			"$SS_BIN/actdump" -m "$2" --ids "$B/ids$T-v32000" -t "$TH" --compute $c --timings \
+				-o "$B/$1.modes.h5" >/dev/null 2>"$B/$1.$c.timings" || { echo "actdump --compute $c failed for $1"; return 1; }
+			timings_read "$B/$1.$c.timings" || return 1
+			pct=$(awk -v mf="$mf" -v T="$TM_T" -v s="$TM_COMPUTE" -v g="$ref" 'BEGIN { printf "%.1f", 100 * mf * T / 1e3 / s / g }')
+			got[$c]+="$pct "
+		done
+	done
+	rm -f "$B/$1.modes.h5"
+	for c in f32 bf16; do   # the median of the rounds
+		all+=$(printf '  %-4s %5s%%' $c "$(tr ' ' '\n' <<<"${got[$c]}" | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')")
+	done
+	modes+=("$(printf '%-12s %s   (sgemm %s GFLOP/s, %s MFLOP/token; rounds f32: %s bf16: %s; load %s)' "$1" "$all" "$ref" "$mf" \
+		"${got[f32]% }" "${got[bf16]% }" "$(cut -d' ' -f1-3 /proc/loadavg)")")
 }
 bench qwen2-0.5b "$M"
+modes qwen2-0.5b "$M" || exit 1
 profile qwen2-0.5b "$M"
 for f in ${BENCH_FAMILIES:-${order[@]}}; do
 	d=$B/fam-$f
@@ -91,10 +137,13 @@ for f in ${BENCH_FAMILIES:-${order[@]}}; do
 		$MK ${spec[$f]} "$d.tmp" >/dev/null && mv "$d.tmp" "$d" || { echo "mkmodel.py failed for $f"; exit 1; }
 	fi
 	bench "$f" "$d" || exit 1
+	modes "$f" "$d" || exit 1
 	profile "$f" "$d"
 done
 echo "# median % of the sustained sgemm-implied rate (of the best repetitions):"
 printf '%s\n' "${summary[@]}"
+echo "# actdump --timings, both modes: median % of the sgemm-implied rate (prefillbench's last ref window):"
+printf '%s\n' "${modes[@]}"
 if [ ${#prof[@]} -gt 0 ]; then
 	echo "# where the CPU cycles of one stats-only actdump go (perf, T=$T; load $(cut -d' ' -f1-3 /proc/loadavg)):"
 	printf '%s\n' "${prof[@]}"

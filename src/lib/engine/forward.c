@@ -176,6 +176,12 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 		goto fail;
 	if (m->norm_b)
 		st_to_f32(f->final_norm_b, m->norm_b, 0, f->D);
+	f->cap_items = (int)(48 + 6 * f->H + 3 * f->E);
+	if (!(f->items = ss_calloc((size_t)f->cap_items, sizeof *f->items, "layer tensors", e)) ||
+	    !(f->jbuf = ss_calloc((size_t)f->cap_items, sizeof *f->jbuf, "layer tensors", e)) ||
+	    !(f->iptr = ss_calloc((size_t)f->cap_items, sizeof *f->iptr, "layer tensors", e)))
+		goto fail;
+	f->lazy = !f->o.resident && !rb;
 	if (c->conv1d) {   /* the largest Conv1D weight of a layer */
 		long q3 = f->qkvdim * f->D, o = f->qdim * f->D, up = f->F * f->D;
 		f->tbufn = q3 > o ? q3 : o;
@@ -231,6 +237,9 @@ void fwd_free(ss_fwd *f)
 	free(f->sn_loc);
 	free(f->inv_loc);
 	free(f->tbuf);
+	free(f->items);
+	free(f->jbuf);
+	free(f->iptr);
 	free(f->rl);
 	free(f->sel);
 	free(f->selw);

@@ -15,6 +15,15 @@
 
 #define QBLOCK 32   /* queries per attention block */
 
+/* a run of n floats of the layer buffer from tensor t's elements off..;
+ * tr: a Conv1D weight, stored [in, out] = W^T, transposed into it */
+typedef struct fwd_item {
+	float *dst;
+	const st_tensor *t;
+	long off, n;
+	int tr, done;       /* done: converted into dst */
+} fwd_item;
+
 struct ss_fwd {
 	const ss_model *m;
 	const ss_config *c;
@@ -65,6 +74,17 @@ struct ss_fwd {
 	const float *rcs, *rsn, *rinv;    /* the current layer's */
 	float *tbuf;                 /* Conv1D weights before their transposition */
 	long tbufn;
+	/* the current layer's tensors as runs of the layer buffer (fwd_weights.c).
+	 * lazy (the plain prefill: no resident layers, oneDNN there): its
+	 * matrices stay pending, unconverted; oneDNN packs each from the mapping
+	 * as it is at its first product (fwd_mat_pieces: bf16 widened or kept,
+	 * Conv1D read transposed), so no f32 copy is written or first touched,
+	 * and a mixture converts and packs only the experts tokens are routed
+	 * to; a product that reads lw (one token, sgemm) converts its matrix
+	 * first (fwd_mat_ensure) */
+	fwd_item *items, *jbuf, **iptr;  /* [cap_items] */
+	int nitems, cap_items;
+	int lazy;
 	/* mixture of experts */
 	long E, K, Fe, Fs;
 	float *rl;                   /* [B, E] router logits */
@@ -114,6 +134,16 @@ void fwd_norm_row(const ss_fwd *f, float *o, const float *x, const float *w, con
 int fwd_check_finite(const float *norm, long n, int l, const char *what, long t0, ss_err *e);
 /* the hook at point p; its nonzero return is an error */
 int fwd_hook(ss_fwd *f, int l, ss_hook_point p, long t0, long n, float *x, ss_err *e);
+
+/* the pending items among it[0..n) converted into lw (Conv1D weights
+ * through tbuf, transposed) and marked done */
+void fwd_convert_items(ss_fwd *f, fwd_item **it, int n);
+/* convert the pending matrices of [W, W + n) into lw */
+void fwd_mat_ensure(ss_fwd *f, const float *W, long n);
+/* the sources of the pending matrix W [N, K] of lw as up to max pieces for
+ * mm_pack_pieces: their count, 0 when W is converted (pack lw), -1 when
+ * they cannot be packed as they are (convert, then pack lw) */
+int fwd_mat_pieces(const ss_fwd *f, const float *W, long N, long K, ss_mm_piece *pc, int max);
 
 /* ---- fwd_weights.c ---- */
 /* The layer buffer's layout: with p, point the layer weight pointers into

@@ -10,7 +10,9 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *const ss_hook_names[SS_HOOK_N] = {"resid", "attn_out", "mlp_in", "mlp_out"};
 
@@ -71,6 +73,111 @@ static void widen_task(void *ctx, int tid, int nth)
 		st_conv_f32(j->f->lw + lo, s, ST_BF16, lo, hi - lo);
 }
 
+/* ---- the layer's tensors into lw (fwd_weights.c lists them) ---------- */
+
+typedef struct conv_job { fwd_item *it; int n; } conv_job;
+
+static void conv_task(void *ctx, int tid, int nth)
+{
+	const conv_job *j = ctx;
+	for (int i = 0; i < j->n; i++) {
+		long lo, hi;
+		pool_share(j->it[i].n, 64, tid, nth, &lo, &hi);
+		if (hi > lo)
+			st_to_f32(j->it[i].dst + lo, j->it[i].t, j->it[i].off + lo, hi - lo);
+	}
+}
+
+/* dst [C, R] = the transpose of src [R, C] (GPT-2's Conv1D weights) */
+typedef struct tr_job { float *dst; const float *src; long R, C; } tr_job;
+
+static void tr_task(void *ctx, int tid, int nth)
+{
+	const tr_job *j = ctx;
+	long lo, hi;
+	pool_share(j->C, 32, tid, nth, &lo, &hi);
+	/* 32 x 32 tiles: both sides touch 32 cache lines per tile, not one per element */
+	for (long c0 = lo; c0 < hi; c0 += 32)
+		for (long r0 = 0; r0 < j->R; r0 += 32) {
+			long c1 = c0 + 32 < hi ? c0 + 32 : hi, r1 = r0 + 32 < j->R ? r0 + 32 : j->R;
+			for (long c = c0; c < c1; c++)
+				for (long r = r0; r < r1; r++)
+					j->dst[c * j->R + r] = j->src[r * j->C + c];
+		}
+}
+
+/* the items of it[0..n) that are pending, converted into lw (Conv1D
+ * weights through tbuf, transposed) and marked done */
+void fwd_convert_items(ss_fwd *f, fwd_item **it, int n)
+{
+	conv_job j = {.it = f->jbuf, .n = 0};
+	for (int i = 0; i < n; i++)
+		if (!it[i]->done && !it[i]->tr)
+			j.it[j.n++] = *it[i];
+	if (j.n)
+		fwd_timed_run(f, &f->tm.convert, conv_task, &j);
+	for (int i = 0; i < n; i++) {
+		if (it[i]->done)
+			continue;
+		it[i]->done = 1;
+		if (!it[i]->tr)
+			continue;
+		fwd_item ci = *it[i];   /* stored [in, out]: converted into tbuf, transposed */
+		ci.dst = f->tbuf;
+		conv_job one = {.it = &ci, .n = 1};
+		fwd_timed_run(f, &f->tm.convert, conv_task, &one);
+		tr_job tj = {it[i]->dst, f->tbuf, (long)ci.t->shape[0], (long)ci.t->shape[1]};
+		fwd_timed_run(f, &f->tm.convert, tr_task, &tj);
+	}
+}
+
+void fwd_mat_ensure(ss_fwd *f, const float *W, long n)
+{
+	int k = 0;
+	for (int i = 0; i < f->nitems; i++) {
+		fwd_item *it = &f->items[i];
+		if (!it->done && it->dst < W + n && it->dst + it->n > W)
+			f->iptr[k++] = it;
+	}
+	if (k)
+		fwd_convert_items(f, f->iptr, k);
+}
+
+int fwd_mat_pieces(const ss_fwd *f, const float *W, long N, long K, ss_mm_piece *pc, int max)
+{
+	int k = 0, pending = 0, done = 0;
+	long rows = 0;
+	for (int i = 0; i < f->nitems; i++) {
+		const fwd_item *it = &f->items[i];
+		if (!(it->dst < W + N * K && it->dst + it->n > W))
+			continue;
+		if (it->done) {
+			done++;
+			continue;
+		}
+		pending++;
+		const st_tensor *t = it->t;
+		size_t es = st_dtype_size(t->dtype);
+		const char *src = (const char *)t->data + (size_t)it->off * es;
+		long d = (long)(it->dst - W);
+		if (k == max || (t->dtype != ST_BF16 && t->dtype != ST_F32) || ((uintptr_t)src % es) ||
+		    d < 0 || d % K || it->n % K || d + it->n > N * K)
+			return -1;
+		ss_mm_piece p = {.src = src, .bf16 = t->dtype == ST_BF16, .n0 = d / K, .rows = it->n / K,
+		                 .ld = K, .tr = it->tr};
+		if (it->tr) {   /* Conv1D: the whole matrix, stored [K, N] */
+			if (d || it->n != N * K || t->shape[0] != K || t->shape[1] != N)
+				return -1;
+			p.ld = N;
+		}
+		rows += p.rows;
+		pc[k++] = p;
+	}
+	if (!pending)
+		return 0;
+	return done || rows != N ? -1 : k;
+}
+
 /* the current layer's matrices in f32 for a product over many tokens */
 static void widen_mats(ss_fwd *f)
 {
@@ -118,8 +225,16 @@ static const ss_mm_w *packed(ss_fwd *f, const float *W, const uint16_t *Wb, long
 	}
 	ss_err e = {0};
 	double t = ss_now();
-	int rc = Wb ? mm_pack_bf16(f->mm, &reuse->pw, Wb, N, K, ldw, M, &e)
-	            : mm_pack(f->mm, &reuse->pw, W, N, K, ldw, M, &e);
+	ss_mm_piece pc[64];
+	int np = Wb || ldw != K ? 0 : fwd_mat_pieces(f, W, N, K, pc, 64), rc = -1;
+	if (np > 0)   /* from the mapping as it is */
+		rc = mm_pack_pieces(f->mm, &reuse->pw, N, K, M, pc, np, &e);
+	if (rc < 0) {
+		if (np)   /* pieces oneDNN would not take: from lw, converted */
+			fwd_mat_ensure(f, W, N * K);
+		rc = Wb ? mm_pack_bf16(f->mm, &reuse->pw, Wb, N, K, ldw, M, &e)
+		        : mm_pack(f->mm, &reuse->pw, W, N, K, ldw, M, &e);
+	}
 	f->tm.convert += ss_now() - t;
 	if (rc < 0) {
 		f->mm_failed = 1;
@@ -153,7 +268,8 @@ void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const
 			double t = ss_now();
 			/* a shape oneDNN would run on its reference code is declined:
 			 * sgemm on W in mm_run, or below for a resident bf16 matrix */
-			int rc = mm_run(f->mm, pw, M, A, lda, Wb ? NULL : W, ldw, C, ldc, bias, &e);
+			int rc = mm_run(f->mm, pw, M, A, lda, Wb || fwd_mat_pieces(f, W, N, K, NULL, 0) ? NULL : W,
+			                ldw, C, ldc, bias, &e);
 			f->tm.linear += ss_now() - t;
 			if (rc == 0)
 				return;
@@ -164,6 +280,8 @@ void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const
 			fprintf(stderr, "warning: oneDNN matmul refused %ld x %ld x %ld: OpenBLAS sgemm (f32) "
 			        "from now on\n", M, N, K);
 	}
+	if (f->lazy && in_layer(f, W))   /* a pending matrix read as it is in lw */
+		fwd_mat_ensure(f, W, (N - 1) * ldw + K);
 	if (Wb && M == 1)
 		j.Wb = Wb;
 	else if (Wb)

@@ -1,45 +1,15 @@
 /* fwd_weights.c - a layer's weights converted to f32 into the layer
  * buffer (fused q/k/v and gate/up blocks, NeoX's per-head rows reordered,
- * GPT-2's Conv1D weights transposed, Gemma's 1 + w norms); see fwd_impl.h. */
+ * Gemma's 1 + w norms; the runs of each tensor listed for fwd_ops.c, which
+ * converts them, GPT-2's Conv1D weights transposed); see fwd_impl.h. */
 #include "engine/fwd_impl.h"
 #include "io/stconv.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- layer weights ----------------------------------------------------- */
-
-typedef struct conv_item { float *dst; const st_tensor *t; long off, n; } conv_item;
-typedef struct conv_job { conv_item *it; int n; } conv_job;
-
-static void conv_task(void *ctx, int tid, int nth)
-{
-	const conv_job *j = ctx;
-	for (int i = 0; i < j->n; i++) {
-		long lo, hi;
-		pool_share(j->it[i].n, 64, tid, nth, &lo, &hi);
-		if (hi > lo)
-			st_to_f32(j->it[i].dst + lo, j->it[i].t, j->it[i].off + lo, hi - lo);
-	}
-}
-
-/* dst [C, R] = the transpose of src [R, C] (GPT-2's Conv1D weights) */
-typedef struct tr_job { float *dst; const float *src; long R, C; } tr_job;
-
-static void tr_task(void *ctx, int tid, int nth)
-{
-	const tr_job *j = ctx;
-	long lo, hi;
-	pool_share(j->C, 32, tid, nth, &lo, &hi);
-	/* 32 x 32 tiles: both sides touch 32 cache lines per tile, not one per element */
-	for (long c0 = lo; c0 < hi; c0 += 32)
-		for (long r0 = 0; r0 < j->R; r0 += 32) {
-			long c1 = c0 + 32 < hi ? c0 + 32 : hi, r1 = r0 + 32 < j->R ? r0 + 32 : j->R;
-			for (long c = c0; c < c1; c++)
-				for (long r = r0; r < r1; r++)
-					j->dst[c * j->R + r] = j->src[r * j->C + c];
-		}
-}
 
 /* The layer buffer's layout: with p, point the layer weight pointers into
  * it; returns its floats.  The five architectures of the paper come first,
@@ -86,6 +56,8 @@ size_t fwd_layout(ss_fwd *f, float *p)
 		f->bgu = f->bd = NULL;
 	if (!c->layer_norm)
 		f->in_norm_b = f->post_norm_b = NULL;
+	if (!f->Fs)   /* no shared expert (Mixtral): no products with N or K = 0 */
+		f->sgu = f->sd = f->sgate = NULL;
 	return o;
 }
 
@@ -96,22 +68,15 @@ void fwd_plus1(float *x, long n)
 		x[i] += 1.0f;
 }
 
-/* layer l's weights from the mapping into the bound f32 buffer */
+/* layer l's weights from the mapping into the bound f32 buffer: all of
+ * them, or with f->lazy all but the matrices, which stay pending */
 static void convert_layer(ss_fwd *f, int l)
 {
 	const ss_layer_w *w = &f->m->layers[l - 1];
 	const ss_config *c = f->c;
-	enum { CAP = 128 };
-	conv_item it[CAP];
-	conv_item *tr[8];            /* Conv1D weights, converted into tbuf one by one */
-	int ntr = 0;
-	conv_job j = {.it = it, .n = 0};
 	long D = f->D;
-	/* a full list is converted and emptied (never with Conv1D weights: GPT-2's
-	 * layer has a dozen tensors) */
-#define ADDR(D_, T_, OFF, N) do { it[j.n].dst = (D_); it[j.n].t = (T_); it[j.n].off = (OFF); \
-	it[j.n].n = (N); if (++j.n == CAP) { fwd_timed_run(f, &f->tm.convert, conv_task, &j); j.n = 0; } \
-	} while (0)
+	f->nitems = 0;
+#define ADDR(D_, T_, OFF, N) do { if (f->nitems < f->cap_items) f->items[f->nitems++] = (fwd_item){ 	.dst = (D_), .t = (T_), .off = (OFF), .n = (N), 	.tr = c->conv1d && (T_)->rank == 2 }; } while (0)
 #define ADD(D_, T_) do { if (T_) ADDR(D_, T_, 0, (T_)->n); } while (0)
 	ADD(f->in_norm, w->in_norm);
 	ADD(f->post_norm, w->post_norm);
@@ -179,31 +144,11 @@ static void convert_layer(ss_fwd *f, int l)
 	}
 #undef ADD
 #undef ADDR
-	if (c->conv1d)   /* stored [in, out]: converted into tbuf, transposed below */
-		for (int i = 0; i < j.n; i++)
-			if (it[i].t->rank == 2 && ntr < 8) {
-				tr[ntr++] = &it[i];
-			}
-	conv_job rest = {.it = it, .n = 0};
-	conv_item keep[CAP];
-	if (ntr) {   /* everything else first, then each Conv1D weight */
-		for (int i = 0; i < j.n; i++)
-			if (!(it[i].t->rank == 2))
-				keep[rest.n++] = it[i];
-		rest.it = keep;
-		fwd_timed_run(f, &f->tm.convert, conv_task, &rest);
-		for (int i = 0; i < ntr; i++) {
-			conv_item ci = *tr[i];
-			float *dst = ci.dst;
-			ci.dst = f->tbuf;
-			conv_job one = {.it = &ci, .n = 1};
-			fwd_timed_run(f, &f->tm.convert, conv_task, &one);
-			tr_job tj = {dst, f->tbuf, (long)ci.t->shape[0], (long)ci.t->shape[1]};
-			fwd_timed_run(f, &f->tm.convert, tr_task, &tj);
-		}
-	} else {
-		fwd_timed_run(f, &f->tm.convert, conv_task, &j);
-	}
+	int k = 0;
+	for (int i = 0; i < f->nitems; i++)
+		if (!f->lazy || f->items[i].t->rank != 2 || f->items[i].dst == f->sgate)   /* read as a row */
+			f->iptr[k++] = &f->items[i];
+	fwd_convert_items(f, f->iptr, k);
 	if (c->norm_plus1) {
 		float *nw[] = {f->in_norm, f->post_norm, f->ao_norm, f->mo_norm};
 		for (int i = 0; i < 4; i++)

@@ -294,15 +294,41 @@ done:
 	return rc;
 }
 
-static int pack(ss_mm *m, ss_mm_w **wp, const void *W, dnnl_data_type_t st, long N, long K,
-                long ldw, long M_hint, ss_err *e)
+/* reorder src (descriptor sd) into dst (dd) on w's data */
+static dnnl_status_t reorder(ss_mm *m, const dnnl_memory_desc_t *sd, const void *src,
+                             const dnnl_memory_desc_t *dd, void *dst)
+{
+	dnnl_primitive_desc_t pd;
+	dnnl_primitive_t r;
+	dnnl_memory_t ms = NULL, md = NULL;
+	dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, sd, m->eng, dd, m->eng, NULL);
+	if (s != dnnl_success)
+		return s;
+	s = dnnl_primitive_create(&r, pd);
+	dnnl_primitive_desc_destroy(pd);
+	if (s != dnnl_success)
+		return s;
+	if ((s = dnnl_memory_create(&ms, sd, m->eng, (void *)src)) == dnnl_success &&
+	    (s = dnnl_memory_create(&md, dd, m->eng, dst)) == dnnl_success) {
+		dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md}};
+		omp_set_num_threads(m->threads);
+		if ((s = dnnl_primitive_execute(r, m->strm, 2, a)) == dnnl_success)
+			s = dnnl_stream_wait(m->strm);
+	}
+	dnnl_memory_destroy(ms);
+	dnnl_memory_destroy(md);
+	dnnl_primitive_destroy(r);
+	return s;
+}
+
+static int pack(ss_mm *m, ss_mm_w **wp, long N, long K, long M_hint, const ss_mm_piece *pc, int np,
+                ss_err *e)
 {
 	if (M_hint < 1)
 		M_hint = 1;
-	dnnl_memory_desc_t any, src;
-	dnnl_dims_t wd = {K, N}, sst = {1, ldw};
+	dnnl_memory_desc_t any;
+	dnnl_dims_t wd = {K, N};
 	dnnl_memory_desc_init_by_tag(&any, 2, wd, wtype(m), dnnl_format_tag_any);
-	dnnl_memory_desc_init_by_strides(&src, 2, wd, st, sst);
 	dnnl_primitive_desc_t pd;
 	dnnl_status_t s = matmul_pd(m, &pd, M_hint, N, K, K, N, 0, &any);
 	if (s != dnnl_success)
@@ -312,38 +338,35 @@ static int pack(ss_mm *m, ss_mm_w **wp, const void *W, dnnl_data_type_t st, long
 	dnnl_primitive_desc_destroy(pd);
 	ss_mm_w *w = *wp;
 	size_t bytes = dnnl_memory_desc_get_size(&md);
-	if (w && (w->N != N || w->K != K || w->bytes != bytes || !dnnl_memory_desc_equal(&w->md, &md)))
-		return ss_err_set(e, "matmul: repacking %ld x %ld weights into a %ld x %ld packing", N, K,
-		                  w->N, w->K);
 	int fresh = !w;
-	if (fresh) {
-		if (!(w = ss_calloc(1, sizeof *w, "packed weights", e)))
-			return -1;
-		if (posix_memalign(&w->data, 64, bytes ? bytes : 64)) {
-			free(w);
+	if (fresh && !(w = ss_calloc(1, sizeof *w, "packed weights", e)))
+		return -1;
+	if (fresh || w->bytes != bytes || !dnnl_memory_desc_equal(&w->md, &md)) {
+		/* new, or an old packing laid out for another shape (M_hint): its
+		 * storage replaced */
+		void *d = NULL;
+		if (posix_memalign(&d, 64, bytes ? bytes : 64)) {
+			if (fresh)
+				free(w);
 			return ss_err_set(e, "out of memory for packed weights (%zu bytes)", bytes);
 		}
+		free(w->data);
+		w->data = d;
 		w->N = N, w->K = K, w->md = md, w->bytes = bytes;
 	}
-	/* the reorder W -> packed, parallel as the products are */
-	dnnl_primitive_t r;
-	dnnl_memory_t ms = NULL, md_ = NULL;
-	s = dnnl_reorder_primitive_desc_create(&pd, &src, m->eng, &md, m->eng, NULL);
-	if (s == dnnl_success) {
-		s = dnnl_primitive_create(&r, pd);
-		dnnl_primitive_desc_destroy(pd);
-	}
-	if (s == dnnl_success) {
-		if ((s = dnnl_memory_create(&ms, &src, m->eng, (void *)W)) == dnnl_success &&
-		    (s = dnnl_memory_create(&md_, &md, m->eng, w->data)) == dnnl_success) {
-			dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, ms}, {DNNL_ARG_TO, md_}};
-			omp_set_num_threads(m->threads);
-			if ((s = dnnl_primitive_execute(r, m->strm, 2, a)) == dnnl_success)
-				s = dnnl_stream_wait(m->strm);
-		}
-		dnnl_memory_destroy(ms);
-		dnnl_memory_destroy(md_);
-		dnnl_primitive_destroy(r);
+	/* each piece reordered into its rows of the packing (a sub-memory of
+	 * it: oneDNN refuses one that splits its blocks), parallel as the
+	 * products are */
+	for (int i = 0; i < np && s == dnnl_success; i++) {
+		const ss_mm_piece *p = &pc[i];
+		dnnl_memory_desc_t src, sub = md;
+		dnnl_dims_t pd_ = {K, p->rows}, off = {0, p->n0};
+		dnnl_dims_t st = {p->tr ? p->ld : 1, p->tr ? 1 : p->ld};
+		s = dnnl_memory_desc_init_by_strides(&src, 2, pd_, p->bf16 ? dnnl_bf16 : dnnl_f32, st);
+		if (s == dnnl_success && (p->n0 || p->rows != N))
+			s = dnnl_memory_desc_init_submemory(&sub, &md, pd_, off);
+		if (s == dnnl_success)
+			s = reorder(m, &src, p->src, &sub, w->data);
 	}
 	if (s != dnnl_success) {
 		if (fresh)
@@ -356,13 +379,21 @@ static int pack(ss_mm *m, ss_mm_w **wp, const void *W, dnnl_data_type_t st, long
 
 int mm_pack(ss_mm *m, ss_mm_w **w, const float *W, long N, long K, long ldw, long M_hint, ss_err *e)
 {
-	return pack(m, w, W, dnnl_f32, N, K, ldw, M_hint, e);
+	ss_mm_piece p = {.src = W, .bf16 = 0, .n0 = 0, .rows = N, .ld = ldw};
+	return pack(m, w, N, K, M_hint, &p, 1, e);
 }
 
 int mm_pack_bf16(ss_mm *m, ss_mm_w **w, const uint16_t *W, long N, long K, long ldw, long M_hint,
                  ss_err *e)
 {
-	return pack(m, w, W, dnnl_bf16, N, K, ldw, M_hint, e);   /* f32 mode: widened exactly */
+	ss_mm_piece p = {.src = W, .bf16 = 1, .n0 = 0, .rows = N, .ld = ldw};
+	return pack(m, w, N, K, M_hint, &p, 1, e);   /* f32 mode: widened exactly */
+}
+
+int mm_pack_pieces(ss_mm *m, ss_mm_w **w, long N, long K, long M_hint, const ss_mm_piece *pc,
+                   int np, ss_err *e)
+{
+	return pack(m, w, N, K, M_hint, pc, np, e);
 }
 
 void mm_w_free(ss_mm_w *w)
@@ -422,8 +453,14 @@ int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, const f
            float *C, long ldc, const float *bias, ss_err *e)
 {
 	long N = w->N, K = w->K;
-	if (M < 1)
+	if (M < 1 || N < 1)
 		return 0;
+	if (K < 1) {   /* an empty sum: C = bias */
+		for (long i = 0; i < M; i++)
+			for (long j = 0; j < N; j++)
+				C[i * ldc + j] = bias ? bias[j] : 0.0f;
+		return 0;
+	}
 	const float *A0 = A;
 	long lda0 = lda;
 	const void *src = A;

@@ -57,13 +57,26 @@ ss_compute mm_mode(const ss_mm *m);
 
 /* Pack W [N, K] (rows ldw floats apart; f32, or bf16 bits for
  * mm_pack_bf16) for m's mode; M_hint: the usual number of rows of A (the
- * layout is chosen for it; any M runs).  *w, when not NULL, is a packing of
- * the same N and K to overwrite (a layer buffer reused layer after layer);
- * else one is allocated. */
+ * layout is chosen for it; any M runs).  *w, when not NULL, is a packing to
+ * overwrite (a layer buffer reused layer after layer; its storage is
+ * replaced when the layout differs); else one is allocated. */
 int mm_pack(ss_mm *m, ss_mm_w **w, const float *W, long N, long K, long ldw, long M_hint,
             ss_err *e);
 int mm_pack_bf16(ss_mm *m, ss_mm_w **w, const uint16_t *W, long N, long K, long ldw,
                  long M_hint, ss_err *e);
+/* The same packing made from pieces of W as they are stored (weights read
+ * from the mapping without an f32 copy): piece i gives rows n0..n0+rows of
+ * W, f32 or bf16 (bf16 set); tr 0: stored [rows, K], rows ld apart; tr 1:
+ * stored transposed, [K, rows] with rows ld apart (GPT-2's Conv1D
+ * weights).  The pieces cover W's rows once.  The packed values are those
+ * mm_pack would make from W converted to f32 (bf16 -> f32 is exact). */
+typedef struct ss_mm_piece {
+	const void *src;
+	int bf16, tr;
+	long n0, rows, ld;
+} ss_mm_piece;
+int mm_pack_pieces(ss_mm *m, ss_mm_w **w, long N, long K, long M_hint, const ss_mm_piece *pc,
+                   int np, ss_err *e);
 void mm_w_free(ss_mm_w *w);
 long mm_w_rows(const ss_mm_w *w);      /* N */
 long mm_w_cols(const ss_mm_w *w);      /* K */
