@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 					rc = dnnl_sgemm('N', 'T', M, N, K, 1.0f, A[p], K, W[p], K, 0.0f, C[b][p], N) !=
 					     dnnl_success;
 				} else {
-					rc = mm_run(b == 2 ? mf : mb, b == 2 ? pf[p] : pb[p], M, A[p], K, W[p], K, C[b][p], N,
+					rc = mm_run_w(b == 2 ? mf : mb, b == 2 ? pf[p] : pb[p], M, A[p], K, W[p], K, C[b][p], N,
 					            NULL, &e);
 				}
 				if (rc) {

@@ -117,7 +117,7 @@ static void run(ss_mm *m, prob *p, ss_mm_w **w, int with_w)
 		assert_int_equal(mm_pack(m, w, p->W, p->N, p->K, p->K, p->M, &e), 0);
 	for (long i = 0; i < p->M * p->ldc; i++)
 		p->C[i] = NAN;
-	int rc = mm_run(m, *w, p->M, p->A, p->lda, with_w ? p->W : NULL, p->K, p->C, p->ldc, p->bias, &e);
+	int rc = mm_run_w(m, *w, p->M, p->A, p->lda, with_w ? p->W : NULL, p->K, p->C, p->ldc, p->bias, &e);
 	if (rc < 0)
 		fail_msg("mm_run: %s", e.msg);
 	assert_int_equal(rc, with_w ? 0 : mm_declined(m) ? 1 : 0);

@@ -268,7 +268,7 @@ void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const
 			double t = ss_now();
 			/* a shape oneDNN would run on its reference code is declined:
 			 * sgemm on W in mm_run, or below for a resident bf16 matrix */
-			int rc = mm_run(f->mm, pw, M, A, lda, Wb || fwd_mat_pieces(f, W, N, K, NULL, 0) ? NULL : W,
+			int rc = mm_run_w(f->mm, pw, M, A, lda, Wb || fwd_mat_pieces(f, W, N, K, NULL, 0) ? NULL : W,
 			                ldw, C, ldc, bias, &e);
 			f->tm.linear += ss_now() - t;
 			if (rc == 0)

@@ -449,8 +449,14 @@ static int sgemm_run(ss_mm *m, long M, long N, long K, const float *A, long lda,
 	return 0;
 }
 
-int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, const float *W, long ldw,
-           float *C, long ldc, const float *bias, ss_err *e)
+int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *C, long ldc,
+           const float *bias, ss_err *e)
+{
+	return mm_run_w(m, w, M, A, lda, NULL, 0, C, ldc, bias, e);
+}
+
+int mm_run_w(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, const float *W, long ldw,
+             float *C, long ldc, const float *bias, ss_err *e)
 {
 	long N = w->N, K = w->K;
 	if (M < 1 || N < 1)

@@ -83,16 +83,18 @@ long mm_w_cols(const ss_mm_w *w);      /* K */
 size_t mm_w_bytes(const ss_mm_w *w);   /* of the packed copy */
 
 /* C [M, N] (rows ldc apart) = A [M, K] (rows lda apart) W^T + bias (NULL:
- * none); f32 in and out in both modes.  W [N, K] (rows ldw apart): the f32
- * matrix w was packed from, or NULL.
+ * none); f32 in and out in both modes.  mm_run_w also takes W [N, K] (rows
+ * ldw apart): the f32 matrix w was packed from, or NULL (as mm_run).
  * A shape oneDNN can only run on its reference implementation ("ref:...",
  * about 1 GFLOP/s: queried when the shape's primitive is created) is never
  * run there: it is declined, with one warning line on stderr naming the
  * shape (once per shape and ss_mm), and runs as OpenBLAS sgemm on W (f32
  * arithmetic in both modes; OpenBLAS's own threads).  With W NULL a declined
  * product returns 1 and leaves C to the caller.  Else 0, or -1 with e set. */
-int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, const float *W, long ldw,
-           float *C, long ldc, const float *bias, ss_err *e);
+int mm_run(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, float *C, long ldc,
+           const float *bias, ss_err *e);
+int mm_run_w(ss_mm *m, const ss_mm_w *w, long M, const float *A, long lda, const float *W, long ldw,
+             float *C, long ldc, const float *bias, ss_err *e);
 /* the number of shapes declined so far */
 int mm_declined(const ss_mm *m);
 /* Tests only: no_dense_copy passes a strided f32 A to oneDNN as it is
