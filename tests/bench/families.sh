@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The families beyond the paper's at realistic layer shapes, each against the
-# sgemm-implied rate measured in the same process (tests/tools/prefillbench.c:
+# rate oneDNN's matmul implies in each compute mode, measured in the same process (tests/tools/prefillbench.c:
 # ref, (prefill, ref) x ROUNDS; a mixture of experts counts only its active
 # experts' FLOPs), next to the Qwen2.5-0.5B-shaped model of bench/actdump.sh
 # measured the same way in the same run.  Random bf16 models are written once
@@ -22,17 +22,11 @@
 # weighs 6x (Gemma) to 4x (OLMo) what it would in the whole model, so these
 # ratios understate the real models' (BENCH_PERF=1 shows it as
 # faults/zeroing).  The machine is shared and noisy:
-# compare the ratios (each round's % of the sgemm-implied rate), not tok/s.
+# compare the ratios (each round's % of the matmul-implied rate), not tok/s.
 # BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2),
-# BENCH_FAMILIES (names above; default all).
-# Both compute modes: prefillbench's in-process figure is the f32 mode;
-# then each model runs as stats-only actdump --timings, --compute f32 and
-# --compute bf16 alternating (BENCH_ROUNDS times), and each run's compute
-# time is put against the sgemm rate of prefillbench's last reference
-# window (printed with the load average): "% of the sgemm-implied rate"
-# for both modes, from one method (the bf16 mode's own bound is oneDNN's
-# bf16 matmul, bench/actdump.sh; here every family is held to the same f32
-# sgemm yardstick as Qwen2).
+# BENCH_FAMILIES (qwen2-0.5b and the names above; default all).
+# Both compute modes come from prefillbench, each against its own mode's
+# oneDNN matmul rate in the same process.
 # BENCH_PERF=1 (with perf installed) also profiles one stats-only actdump
 # per model and mode at T and prints where its CPU cycles go, in the same
 # groups for every family: oneDNN's JIT code (the products and the weight
@@ -61,7 +55,7 @@ declare -A spec=(
 order=(gpt2-small pythia-410m gemma2-2b olmo2-1b moe-small)
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads, T=$T, $R rounds"
 M=$B/qwen05-shape
-. "$SS_ROOT/tests/bench/qwen05_model"
+[[ " ${BENCH_FAMILIES:-qwen2-0.5b} " == *" qwen2-0.5b "* ]] && . "$SS_ROOT/tests/bench/qwen05_model"
 summary=()
 bench() {   # NAME DIR
 	echo "## $1 ($(du -sm "$2" | cut -f1) MiB)"
@@ -100,50 +94,19 @@ profile() {
 			      n, c, j, ob, g, cv, pf, at, rw, o }')")
 	done
 }
-. "$SS_ROOT/tests/bench/timings"
-modes=()
-# modes NAME DIR: actdump --timings in both modes, alternating, against the
-# sgemm rate of prefillbench's last reference window
-modes() {
-	ids
-	local mf ref r c pct line="" all=""
-	mf=$(sed -n -E 's/^# prefillbench .*model ([0-9.]+) MFLOP\/token.*/\1/p' "$B/$1.prefill")
-	ref=$(sed -n -E 's/^ref: sgemm ([0-9.]+) GFLOP\/s sustained.*/\1/p' "$B/$1.prefill" | tail -1)
-	declare -A got=()
-	for ((r = 1; r <= R; r++)); do
-		for c in f32 bf16; do
-			"$SS_BIN/actdump" -m "$2" --ids "$B/ids$T-v32000" -t "$TH" --compute $c --timings \
-				-o "$B/$1.modes.h5" >/dev/null 2>"$B/$1.$c.timings" || { echo "actdump --compute $c failed for $1"; return 1; }
-			timings_read "$B/$1.$c.timings" || return 1
-			pct=$(awk -v mf="$mf" -v T="$TM_T" -v s="$TM_COMPUTE" -v g="$ref" 'BEGIN { printf "%.1f", 100 * mf * T / 1e3 / s / g }')
-			got[$c]+="$pct "
-		done
-	done
-	rm -f "$B/$1.modes.h5"
-	for c in f32 bf16; do   # the median of the rounds
-		all+=$(printf '  %-4s %5s%%' $c "$(tr ' ' '\n' <<<"${got[$c]}" | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')")
-	done
-	modes+=("$(printf '%-12s %s   (sgemm %s GFLOP/s, %s MFLOP/token; rounds f32: %s bf16: %s; load %s)' "$1" "$all" "$ref" "$mf" \
-		"${got[f32]% }" "${got[bf16]% }" "$(cut -d' ' -f1-3 /proc/loadavg)")")
-}
-bench qwen2-0.5b "$M"
-modes qwen2-0.5b "$M" || exit 1
-profile qwen2-0.5b "$M"
-for f in ${BENCH_FAMILIES:-${order[@]}}; do
+for f in ${BENCH_FAMILIES:-qwen2-0.5b ${order[@]}}; do
 	d=$B/fam-$f
+	[ "$f" = qwen2-0.5b ] && d=$M
 	if [ ! -f "$d/config.json" ]; then
 		echo "# writing the random $f model to $d"
 		# shellcheck disable=SC2086
 		$MK ${spec[$f]} "$d.tmp" >/dev/null && mv "$d.tmp" "$d" || { echo "mkmodel.py failed for $f"; exit 1; }
 	fi
 	bench "$f" "$d" || exit 1
-	modes "$f" "$d" || exit 1
 	profile "$f" "$d"
 done
-echo "# median % of the sustained sgemm-implied rate (of the best repetitions):"
+echo "# median % of the sustained oneDNN-matmul-implied rate in each mode (of the best repetitions):"
 printf '%s\n' "${summary[@]}"
-echo "# actdump --timings, both modes: median % of the sgemm-implied rate (prefillbench's last ref window):"
-printf '%s\n' "${modes[@]}"
 if [ ${#prof[@]} -gt 0 ]; then
 	echo "# where the CPU cycles of one stats-only actdump go (perf, T=$T; load $(cut -d' ' -f1-3 /proc/loadavg)):"
 	printf '%s\n' "${prof[@]}"
