@@ -224,7 +224,9 @@ static const ss_mm_w *packed(ss_fwd *f, const float *W, const uint16_t *Wb, long
 		reuse->pw = NULL;
 	}
 	ss_err e = {0};
-	double t = ss_now();
+	/* the whole of it is conversion: a matrix converted in fwd_mat_ensure
+	 * below adds its own time to tm.convert, counted once here */
+	double t = ss_now(), c0 = f->tm.convert;
 	ss_mm_piece pc[64];
 	int np = Wb || ldw != K ? 0 : fwd_mat_pieces(f, W, N, K, pc, 64), rc = -1;
 	if (np > 0)   /* from the mapping as it is */
@@ -235,7 +237,7 @@ static const ss_mm_w *packed(ss_fwd *f, const float *W, const uint16_t *Wb, long
 		rc = Wb ? mm_pack_bf16(f->mm, &reuse->pw, Wb, N, K, ldw, M, &e)
 		        : mm_pack(f->mm, &reuse->pw, W, N, K, ldw, M, &e);
 	}
-	f->tm.convert += ss_now() - t;
+	f->tm.convert = c0 + (ss_now() - t);
 	if (rc < 0) {
 		f->mm_failed = 1;
 		return NULL;
