@@ -44,8 +44,10 @@ tsne -q -t 2 --iter 100 --exag-iter 50 --perplexity 5 --scan 9-10 --labels eps.t
 kvevict -m org -t 2 --budgets 8 --policies window --masks kvm.tsv 'q"t.txt' >/dev/null 2>&1
 sinkplant --n-layers 12 --tokens 256 --heads 2 --levels 4:3 --per-level 10 --distractors 2 -o p.h5 --truth plant.tsv 2>/dev/null
 for f in org/truth/*.tsv; do cp "$f" "truth.${f##*/}"; done
-for f in tokens eps summary levels fit assign pca pca.persink swap swap.summary kv kvl kvm tsne scan plant $(ls truth.*.tsv | sed 's/\.tsv$//'); do
-	[ -s "$f.tsv" ] || { t_fail "$f.tsv written"; continue; }
+# check F: F.tsv reads back the same cells with awk, csv and pandas
+check() {
+	local f=$1 r
+	[ -s "$f.tsv" ] || { t_fail "$f.tsv written"; return; }
 	awk -F'\t' '{for (i = 1; i <= NF; i++) printf "%s%s", $i, (i < NF ? "\x1f" : "\x1e")}' "$f.tsv" >"$f.awk"
 	r=$($PY3 - "$f.tsv" "$f.awk" <<'PY'
 import csv, math, sys
@@ -82,7 +84,41 @@ print("same")
 PY
 )
 	t_eq "$f.tsv: awk, csv and pandas read the same cells ($(($(wc -l <"$f.tsv") - 1)) rows)" same "$r"
+}
+for f in tokens eps summary levels fit assign pca pca.persink swap swap.summary kv kvl kvm tsne scan plant $(ls truth.*.tsv | sed 's/\.tsv$//'); do
+	check "$f"
 done
+# bytes that are not UTF-8 (a trace whose token texts were written by
+# another tool, a file name in Latin-1) and the other line breaks: every
+# table is still UTF-8 (\xNN for such a byte), the same cells for every
+# reader, and the escapes read back to the bytes
+bad=$(printf 'l\xe9\xff')
+cp 'q"t.h5' "$bad.h5" && cp 'q"t.txt' "$bad.txt"
+$PY3 - "$bad.h5" <<'PY'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1].encode('utf-8', 'surrogateescape'), 'r+') as f:
+    t = [bytes(v) for v in f['/tokens/text'][()]]
+    # odd positions: a stray byte, a truncated sequence, an overlong form,
+    # a surrogate, a CR, a vertical tab and U+0085 (NEL)
+    junk = [b'\xff', b'\xe2\x82', b'\xc0\xaf', b'\xed\xa0\x80', b'\r', b'\x0b', b'\xc2\x85']
+    t = [v + junk[i // 2 % len(junk)] if i % 2 else v for i, v in enumerate(t)]
+    del f['/tokens/text']
+    f.create_dataset('/tokens/text', data=np.array(t, dtype=object), dtype=h5py.string_dtype('utf-8'))
+PY
+sinkdetect "$bad.h5" >u.eps.tsv 2>u.err || t_fail "sinkdetect on non-UTF-8 texts" "$(cat u.err)"
+sinkdetect --summary "$bad.h5" >u.summary.tsv
+sinkdetect --tokens "$bad.h5" >u.toks.tsv
+sinklevels --min-count 1 u.eps.tsv >u.levels.tsv
+sinklevels --assign --min-count 1 u.eps.tsv >u.assign.tsv
+pcaprobe -m org -t 2 --n-components 2 --per-sink "$bad.h5" u.eps.tsv >u.pca.persink.tsv 2>/dev/null
+swapexp -m org -t 2 -w 2 "$bad.h5" u.eps.tsv >u.swap.tsv 2>/dev/null
+tsne -q -t 2 --iter 100 --exag-iter 50 --perplexity 5 --layer 10 --labels u.eps.tsv "$bad.h5:/acts/resid" >u.tsne.tsv 2>/dev/null
+kvevict -m org -t 2 --budgets 8 --policies window "$bad.txt" >u.kv.tsv 2>/dev/null
+t_match "the episodes include texts with bytes that are not UTF-8" '\\xff' "$(cat u.eps.tsv)"
+for f in u.eps u.summary u.toks u.levels u.assign u.pca.persink u.swap u.tsne u.kv; do check "$f"; done
+t_eq "every table is UTF-8" "" "$(for f in *.tsv; do iconv -f UTF-8 -t UTF-8 "$f" >/dev/null 2>&1 || echo "$f"; done)"
+t_eq "the trace column escapes the file name's bytes" 'l\xe9\xff.h5' "$(awk -F'\t' 'NR==2 {print $1}' u.eps.tsv)"
+t_eq "sinklevels reads the escapes back (the same levels from --assign)" "$(cat u.levels.tsv)" "$(sinklevels --min-count 1 u.assign.tsv)"
 # the escapes themselves: a text cell has no raw quote, and reads back
 t_eq "no text cell holds an unescaped quote" "" "$(cat *.tsv | grep -n '[^\\]"\|^"' | head -3)"
 t_eq "the tokens table writes the quote piece as \\\"" '\"' "$(awk -F'\t' '$2 == 1 {print $3; exit}' tokens.tsv)"

@@ -25,7 +25,10 @@ static const char *write_tmp(const char *text, size_t n)
 
 static void test_escape_roundtrip(void **st)
 {
-	const char raw[] = "a\tb\nc\\d\re\x01" "f\xc3\xa9";
+	/* control bytes, and bytes that are not UTF-8 (a stray byte, a truncated, an
+	 * overlong and a surrogate sequence) before a 4-byte character */
+	const char raw[] = "a\tb\nc\\d\re\x01" "f\xc3\xa9" "\xff" "\xe2\x82" "\xc0\xaf" "\xed\xa0\x80"
+	                   "\xf0\x9f\x98\x80";
 	char *buf;
 	size_t len;
 	FILE *m = open_memstream(&buf, &len);
@@ -35,7 +38,8 @@ static void test_escape_roundtrip(void **st)
 	tsv_put_double(m, 0.1234567891);
 	fputc('\n', m);
 	fclose(m);
-	assert_non_null(strstr(buf, "a\\tb\\nc\\\\d\\re\\x01f\xc3\xa9\t0.123457\n"));
+	assert_non_null(strstr(buf, "a\\tb\\nc\\\\d\\re\\x01f\xc3\xa9\\xff\\xe2\\x82\\xc0\\xaf\\xed\\xa0\\x80"
+	                            "\xf0\x9f\x98\x80\t0.123457\n"));
 	const char *p = write_tmp(buf, len);
 	free(buf);
 	ss_tsv *t;

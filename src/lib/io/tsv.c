@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/opt.h"
+#include "util/utf8.h"
 
 struct ss_tsv {
 	FILE *f;
@@ -251,10 +252,19 @@ void tsv_put_escaped(FILE *f, const char *s, size_t n)
 		case '\\': fputs("\\\\", f); break;
 		case '"': fputs("\\\"", f); break;
 		default:
-			if (c < 0x20 || c == 0x7f)
+			if (c < 0x20 || c == 0x7f) {
 				fprintf(f, "\\x%02x", c);
-			else
+			} else if (c >= 0x80) {
+				/* a valid sequence as it is; a byte of none as \xNN,
+				 * so the table stays UTF-8 for csv and pandas */
+				size_t k = ss_utf8_len(s + i, n - i);
+				if (k)
+					fwrite(s + i, 1, k, f), i += k - 1;
+				else
+					fprintf(f, "\\x%02x", c);
+			} else {
 				fputc(c, f);
+			}
 		}
 	}
 }

@@ -1,7 +1,8 @@
 /* tsv.h - tab-separated tables with one header line.
  *
  * Fields never contain a raw tab or newline: text is escaped as \t, \n, \r,
- * \\, \" and \xNN (other control bytes), so awk, sort and join work on the
+ * \\, \" and \xNN (other control bytes, and each byte that is not part of
+ * valid UTF-8: a table is always UTF-8), so awk, sort and join work on the
  * tables, and a reader that honours quotes (Python's csv in tab mode,
  * pandas' read_csv(sep='\t')) never sees a quote that opens a field: every
  * reader gets the same cells.  tsv_put_escaped is the one writer of text

@@ -4,58 +4,17 @@
 #include <string.h>
 #include <utf8proc.h>
 #include "tok/tok_impl.h"
-
-/* A lead byte c of UTF-8 (RFC 3629): the number of continuation bytes
- * (1 to 3) and the range [*lo, *hi] the first of them must lie in (no
- * overlong forms, no surrogates, nothing above U+10FFFF); 0 when c cannot
- * start a multi-byte sequence. */
-static size_t utf8_lead(unsigned c, unsigned *lo, unsigned *hi)
-{
-	*lo = 0x80;
-	*hi = 0xbf;
-	if (c >= 0xc2 && c <= 0xdf)
-		return 1;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (c == 0xe0) *lo = 0xa0;
-		if (c == 0xed) *hi = 0x9f; /* no surrogates */
-		return 2;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (c == 0xf0) *lo = 0x90;
-		if (c == 0xf4) *hi = 0x8f;
-		return 3;
-	}
-	return 0;
-}
+#include "util/utf8.h"
 
 int tok_utf8_valid(const char *s, size_t n, size_t *bad)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = u[i];
-		if (c < 0x80) {
-			i++;
-			continue;
+	for (size_t i = 0, k; i < n; i += k)
+		if (!(k = ss_utf8_len(s + i, n - i))) {
+			if (bad)
+				*bad = i;
+			return 0;
 		}
-		unsigned lo, hi;
-		size_t k = utf8_lead(c, &lo, &hi);
-		if (!k)
-			goto fail;
-		if (i + k >= n)
-			goto fail; /* truncated */
-		if (u[i + 1] < lo || u[i + 1] > hi)
-			goto fail;
-		for (size_t j = 2; j <= k; j++)
-			if (u[i + j] < 0x80 || u[i + j] > 0xbf)
-				goto fail;
-		i += k + 1;
-	}
 	return 1;
-fail:
-	if (bad)
-		*bad = i;
-	return 0;
 }
 
 /* Next code point of valid UTF-8 at *i (advanced). */
@@ -126,7 +85,7 @@ int tok_utf8_lossy(const char *s, size_t n, char **dst, size_t *dn, size_t *dcap
 			break;
 		unsigned c = u[i];
 		unsigned lo, hi;
-		size_t k = utf8_lead(c, &lo, &hi);
+		size_t k = ss_utf8_lead(c, &lo, &hi);
 		if (!k) {
 			if (tok_buf_put(&b, fffd, 3, e))
 				goto oom;
