@@ -10,7 +10,14 @@
  *     for a dense product, in both modes) is declined the same way, and in
  *     the bf16 mode the result then has f32's accuracy, which bf16 inputs
  *     cannot reach (so sgemm ran, not oneDNN);
- *   - with no W to fall back on, a declined product returns 1, C untouched. */
+ *   - with no W to fall back on, a declined product returns 1, C untouched;
+ *   - weights packed from pieces (bf16 and f32 rows, a transposed bf16
+ *     matrix as GPT-2's Conv1D stores it) give the product of the
+ *     bf16-rounded W.
+ * The whole group runs twice: as oneDNN chooses on this CPU, and in a child
+ * process with oneDNN capped at AVX2 (dnnl_set_max_cpu_isa), where its f32
+ * matmul is gemm:jit on a plain weight layout that matmul.c fills itself
+ * (plain_copy) instead of oneDNN's slow simple:any reorder. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,10 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "engine/matmul.h"
+#include "io/stconv.h"
+
+#include <oneapi/dnnl/dnnl.h>
 
 static uint64_t rng = 7;
 static double unif(void)
@@ -124,10 +135,12 @@ static void run(ss_mm *m, prob *p, ss_mm_w **w, int with_w)
 }
 
 /* dense products in both modes: oneDNN's own result, not declined */
+static int capped;   /* 1 in the AVX2-capped child: f32 only (oneDNN 2.6's bf16 matmul needs AVX-512) */
+
 static void dense(void **state)
 {
 	(void)state;
-	for (int mode = 0; mode < 2; mode++) {
+	for (int mode = 0; mode < 2 - capped; mode++) {
 		ss_mm *m;
 		ss_err e = {0};
 		assert_int_equal(mm_create(&m, (ss_compute)mode, 2, &e), 0);
@@ -222,12 +235,78 @@ static void forced_ref(void **state)
 	}
 }
 
+/* W given as pieces: the product of bf16(W) whatever the pieces' types */
+static void pieces(void **state)
+{
+	(void)state;
+	long M = 29, N = 160, K = 96, n1 = 128;   /* pieces split at 128 rows: oneDNN's blocks are at most 64 */
+	for (int mode = 0; mode < 2 - capped; mode++)
+		for (int c = 0; c < 3; c++) {   /* two bf16 row pieces; one transposed bf16; f32 + bf16 */
+			ss_mm *m;
+			ss_err e = {0};
+			assert_int_equal(mm_create(&m, (ss_compute)mode, 2, &e), 0);
+			prob p = mk(M, N, K, K, N);
+			uint16_t *wb = malloc(sizeof *wb * (size_t)(N * K)), *wt = malloc(sizeof *wt * (size_t)(N * K));
+			assert_non_null(wt);
+			for (long i = 0; i < N * K; i++) {   /* W := bf16(W), the reference again */
+				wb[i] = st_f32_to_bf16(p.W[i]);
+				p.W[i] = st_bf16_to_f32(wb[i]);
+			}
+			for (long j = 0; j < N; j++)
+				for (long k = 0; k < K; k++)
+					wt[k * N + j] = wb[j * K + k];
+			for (long i = 0; i < M; i++)
+				for (long j = 0; j < N; j++) {
+					double s = p.bias[j], a = fabs(p.bias[j]);
+					for (long k = 0; k < K; k++) {
+						s += (double)p.A[i * K + k] * p.W[j * K + k];
+						a += fabs((double)p.A[i * K + k] * p.W[j * K + k]);
+					}
+					p.ref[i * N + j] = s, p.mag[i * N + j] = a;
+				}
+			ss_mm_piece pc[2] = {{.src = wb, .bf16 = 1, .n0 = 0, .rows = n1, .ld = K},
+			                     {.src = wb + n1 * K, .bf16 = 1, .n0 = n1, .rows = N - n1, .ld = K}};
+			if (c == 1)
+				pc[0] = (ss_mm_piece){.src = wt, .bf16 = 1, .tr = 1, .n0 = 0, .rows = N, .ld = N};
+			if (c == 2)
+				pc[0] = (ss_mm_piece){.src = p.W, .bf16 = 0, .n0 = 0, .rows = n1, .ld = K};
+			ss_mm_w *w = NULL;
+			if (mm_pack_pieces(m, &w, N, K, M, pc, c == 1 ? 1 : 2, &e) < 0)
+				fail_msg("pieces case %d: %s", c, e.msg);
+			if (capped && mode == 0 && !mm_w_plain(w))
+				fail_msg("oneDNN capped at AVX2 chose a blocked f32 layout: plain_copy not tested");
+			for (long i = 0; i < M * N; i++)
+				p.C[i] = NAN;
+			assert_int_equal(mm_run_w(m, w, M, p.A, K, NULL, K, p.C, N, p.bias, &e), 0);
+			double d = err(&p);
+			if (d > (mode ? 1.0 / 128 : 1e-5))
+				fail_msg("%s pieces case %d (%s%s): error %g", mm_compute_name((ss_compute)mode), c,
+				         mm_impl(m), mm_w_plain(w) ? ", plain" : "", d);
+			mm_w_free(w);
+			free(wb), free(wt);
+			rm(&p);
+			mm_free(m);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(dense),
 		cmocka_unit_test(strided_ref),
 		cmocka_unit_test(forced_ref),
+		cmocka_unit_test(pieces),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	fflush(stdout);
+	pid_t pid = fork();   /* before any oneDNN call of this process */
+	if (pid == 0) {
+		capped = 1;
+		if (dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) != dnnl_success)
+			_exit(1);
+		const struct CMUnitTest avx2[] = {cmocka_unit_test(dense), cmocka_unit_test(pieces)};
+		_exit(_cmocka_run_group_tests("matmul (oneDNN capped at AVX2: f32)", avx2,
+		                              sizeof avx2 / sizeof avx2[0], NULL, NULL) != 0);
+	}
+	int st = 0, rc = pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st);
+	return _cmocka_run_group_tests("matmul", tests, sizeof tests / sizeof tests[0], NULL, NULL) | rc;
 }

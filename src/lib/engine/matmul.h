@@ -81,6 +81,7 @@ void mm_w_free(ss_mm_w *w);
 long mm_w_rows(const ss_mm_w *w);      /* N */
 long mm_w_cols(const ss_mm_w *w);      /* K */
 size_t mm_w_bytes(const ss_mm_w *w);   /* of the packed copy */
+int mm_w_plain(const ss_mm_w *w);      /* 1: a plain K x N layout, copied, not reordered */
 
 /* C [M, N] (rows ldc apart) = A [M, K] (rows lda apart) W^T + bias (NULL:
  * none); f32 in and out in both modes.  mm_run_w also takes W [N, K] (rows
