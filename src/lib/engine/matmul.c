@@ -9,7 +9,6 @@
  * bf16 mode A is first reordered into a bf16 scratch (also a cached
  * primitive, parallel as the product is). */
 #include "engine/matmul.h"
-#include "io/stconv.h"
 
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -343,18 +342,34 @@ static int plain_strides(const dnnl_memory_desc_t *md, long K, long N, long s[2]
 static void plain_copy(void *dst, int dst_bf16, const long s[2], long K, const ss_mm_piece *p)
 {
 	long ks = p->tr ? p->ld : 1, rs = p->tr ? 1 : p->ld;   /* source (k, r) at k ks + r rs */
+	/* the tile's inner loop runs along the destination's contiguous side */
+	int along_k = s[0] == 1;
 	for (long r0 = 0; r0 < p->rows; r0 += 32)
 		for (long k0 = 0; k0 < K; k0 += 32) {
 			long r1 = r0 + 32 < p->rows ? r0 + 32 : p->rows, k1 = k0 + 32 < K ? k0 + 32 : K;
-			for (long r = r0; r < r1; r++)
-				for (long k = k0; k < k1; k++) {
-					size_t si = (size_t)(k * ks + r * rs), di = (size_t)(k * s[0] + (p->n0 + r) * s[1]);
-					if (dst_bf16)
-						((uint16_t *)dst)[di] = ((const uint16_t *)p->src)[si];
-					else
-						((float *)dst)[di] = p->bf16 ? st_bf16_to_f32(((const uint16_t *)p->src)[si])
-						                             : ((const float *)p->src)[si];
+			long na = along_k ? r1 - r0 : k1 - k0, nb = along_k ? k1 - k0 : r1 - r0;
+			/* element (a, b) of the tile: source at a sa + b sb, destination at a da + b */
+			long sa = along_k ? rs : ks, sb = along_k ? ks : rs, da = along_k ? s[1] : s[0];
+			size_t so = (size_t)(k0 * ks + r0 * rs), doff = (size_t)(k0 * s[0] + (p->n0 + r0) * s[1]);
+			for (long a = 0; a < na; a++) {
+				size_t sr = so + (size_t)(a * sa), dr = doff + (size_t)(a * da);
+				if (dst_bf16) {
+					const uint16_t *src = (const uint16_t *)p->src + sr;
+					uint16_t *d = (uint16_t *)dst + dr;
+					for (long b = 0; b < nb; b++)
+						d[b] = src[b * sb];
+				} else if (p->bf16) {   /* bf16 -> f32: the bits shifted up, exact */
+					const uint16_t *src = (const uint16_t *)p->src + sr;
+					uint32_t *d = (uint32_t *)dst + dr;
+					for (long b = 0; b < nb; b++)
+						d[b] = (uint32_t)src[b * sb] << 16;
+				} else {
+					const float *src = (const float *)p->src + sr;
+					float *d = (float *)dst + dr;
+					for (long b = 0; b < nb; b++)
+						d[b] = src[b * sb];
 				}
+			}
 		}
 }
 
