@@ -152,6 +152,10 @@ static void dense(void **state)
 		double d = err(&p);
 		if (d > (mode ? 1.0 / 128 : 1e-5))
 			fail_msg("%s (%s): error %g", mm_compute_name((ss_compute)mode), mm_impl(m), d);
+		/* mm_blocked says what the dense product ran on */
+		assert_int_equal(mm_blocked(m), !strncmp(mm_impl(m), "brg", 3));
+		if (capped)
+			assert_int_equal(mm_blocked(m), 0);
 		if (mode == 1 && d < 1e-4)   /* bf16 inputs really */
 			fail_msg("bf16 mode as accurate as f32 (%g)", d);
 		mm_w_free(w);

@@ -479,6 +479,20 @@ size_t mm_w_bytes(const ss_mm_w *w)
 	return w->bytes;
 }
 
+int mm_blocked(ss_mm *m)
+{
+	dnnl_memory_desc_t any;
+	dnnl_dims_t wd = {1024, 1024};
+	dnnl_memory_desc_init_by_tag(&any, 2, wd, wtype(m), dnnl_format_tag_any);
+	dnnl_primitive_desc_t pd;
+	if (matmul_pd(m, &pd, 256, 1024, 1024, 1024, 1024, 0, &any) != dnnl_success)
+		return 0;
+	char impl[64];
+	impl_name(pd, impl, sizeof impl);
+	dnnl_primitive_desc_destroy(pd);
+	return !strncmp(impl, "brg", 3);
+}
+
 int mm_w_plain(const ss_mm_w *w)
 {
 	long s[2];

@@ -81,6 +81,10 @@ void mm_w_free(ss_mm_w *w);
 long mm_w_rows(const ss_mm_w *w);      /* N */
 long mm_w_cols(const ss_mm_w *w);      /* K */
 size_t mm_w_bytes(const ss_mm_w *w);   /* of the packed copy */
+/* 1 when oneDNN runs this mode's products on a blocked (brgemm) kernel on
+ * this CPU (AVX-512 and up), judged on a 256 x 1024 x 1024 product; 0 where
+ * it has only gemm:jit on a plain layout (an AVX2-only CPU) or no kernel */
+int mm_blocked(ss_mm *m);
 int mm_w_plain(const ss_mm_w *w);      /* 1: a plain K x N layout, copied, not reordered */
 
 /* C [M, N] (rows ldc apart) = A [M, K] (rows lda apart) W^T + bias (NULL:
