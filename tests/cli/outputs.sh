@@ -9,7 +9,7 @@
 #     /dev/null and /dev/full otherwise) stays a device; the full one gives
 #     exit 1 and one line;
 #   - a FIFO and a Unix socket stay what they are and their reader gets the
-#     whole output;
+#     whole output; so does a pipe named as /dev/fd/N;
 #   - a symlink stays a link, its target gets the output (a dangling link
 #     creates its target);
 #   - a directory: exit 1, one line, left as it was;
@@ -119,6 +119,11 @@ for p in actdump actdump-text-out sinkdetect pcaprobe swapexp tsne; do
 	wait $reader
 	if [ $rc -eq 0 ] && [ -p "$p/fifo" ] && same "$k" "$p/ref" "$p/fromfifo"; then t_pass "$p: -o a FIFO: its reader gets the output, still a FIFO"
 	else t_fail "$p: -o a FIFO: its reader gets the output, still a FIFO" "exit $rc; $(ls -l "$p/fifo")"; fi
+	# /dev/fd/3 on a pipe: a link to "pipe:[N]", no path, opened all the
+	# same (as -o /dev/stdout in a pipeline)
+	{ run "$p" /dev/fd/3 3>&1 >/dev/null 2>"$p/fd.err"; echo $? >"$p/fd.rc"; } | cat >"$p/fromfd"
+	if [ "$(cat "$p/fd.rc")" = 0 ] && same "$k" "$p/ref" "$p/fromfd"; then t_pass "$p: -o /dev/fd/N on a pipe: the reader gets the output"
+	else t_fail "$p: -o /dev/fd/N on a pipe: the reader gets the output" "exit $(cat "$p/fd.rc")" "$(cat "$p/fd.err")"; fi
 	# Unix socket
 	socket_listen "$p/sock" "$p/fromsock"
 	listener=$!
@@ -161,6 +166,30 @@ run actdump-text-out atx/short.txt atx 2>atx.err; rc=$?
 if [ $rc -eq 0 ] && cmp -s actdump-text-out/ref atx/short.txt; then t_pass "actdump --text-out naming its --text input: the same continuation"
 else t_fail "actdump --text-out naming its --text input: the same continuation" "exit $rc; $(cat atx.err)"; fi
 
+# two outputs of one run naming one file (through ./, a symlink, a hard
+# link, stdout twice): a usage error naming both options, before any input
+# is read (the inputs here do not exist), nothing written
+mkdir -p two && cd two && touch hard && ln hard hard2 && ln -s o.x link
+twice() { local want=$1 d=$2; shift 2
+	"$@" >out 2>err; rc=$?
+	if [ $rc -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && grep -qE -- "$want" err && [ ! -s out ] && [ ! -e o.x ] &&
+		[ -z "$(leftovers .)" ]; then t_pass "$d"
+	else t_fail "$d" "exit $rc (want 2)" "$(cat err)"; fi; }
+twice '^actdump: --text-out: the same file as -o \(o\.x\)$' "actdump --text-out ./X -o X: exit 2" \
+	actdump -m none --text none.txt --generate 3 -o o.x --text-out ./o.x
+twice '^actdump: --text-out: the same file as -o \(stdout\)$' "actdump --text-out - (HDF5 on stdout too): exit 2" \
+	actdump -m none --text none.txt --generate 3 --text-out -
+twice '^kvevict: --per-layer: the same file as -o \(link\)$' "kvevict -o LINK --per-layer TARGET: exit 2" \
+	kvevict -m none --ids none -o link --per-layer "$PWD/o.x"
+twice '^kvevict: --masks: the same file as --per-layer \(hard\)$' "kvevict --per-layer X --masks HARDLINK-TO-X: exit 2" \
+	kvevict -m none --ids none --per-layer hard --masks hard2
+twice '^kvevict: --masks: the same file as -o \(stdout\)$' "kvevict --masks - (the totals on stdout): exit 2" \
+	kvevict -m none --ids none --masks -
+twice '^sinkplant: --truth: the same file as -o \(o\.x\)$' "sinkplant -o X --truth ../DIR/X: exit 2" \
+	sinkplant -o o.x --truth "../two/o.x"
+twice '^sinkplant: --truth: the same file as -o \(stdout\)$' "sinkplant -o - --truth -: exit 2" sinkplant -o - --truth -
+cd ..
+
 # mkorganism -o DIR: a folder; a symlink to one is followed, anything but a
 # folder is refused, the path left as it was
 mkorganism -o mk-ref "$SS_ROOT/examples/organism.yaml" >/dev/null 2>&1
@@ -178,5 +207,18 @@ mkfifo mk/fifo
 run_mk mk/fifo >/dev/null 2>mk.err; rc=$?
 one_line 1 $rc mk.err "fifo: exists and is not an organism folder" "mkorganism -o a FIFO: exit 1, one line"
 t_ok "mkorganism -o a FIFO: still a FIFO" test -p mk/fifo
+# DIR/ as a shell completes it: the folder itself (it was rebuilt inside
+# itself, "Invalid argument"), new or existing
+run_mk mk/real/ >/dev/null 2>mk.err; rc=$?
+if [ $rc -eq 0 ] && cmp -s mk-ref/model.safetensors mk/real/model.safetensors && [ -z "$(ls -A mk/real | grep -E '\.(tmp|old)\.')" ]; then
+	t_pass "mkorganism -o EXISTING/: the folder rebuilt"
+else t_fail "mkorganism -o EXISTING/: the folder rebuilt" "exit $rc; $(cat mk.err)"; fi
+run_mk mk/new// >/dev/null 2>mk.err; rc=$?
+if [ $rc -eq 0 ] && cmp -s mk-ref/model.safetensors mk/new/model.safetensors; then t_pass "mkorganism -o NEW//: the folder made"
+else t_fail "mkorganism -o NEW//: the folder made" "exit $rc; $(cat mk.err)"; fi
+ln -s nowhere/org mk/dangling
+run_mk mk/dangling >/dev/null 2>mk.err; rc=$?
+one_line 1 $rc mk.err "^mkorganism: mk/nowhere/org: cannot create the folder: No such file or directory$" \
+	"mkorganism -o a link into a missing folder: one line naming the folder, not a temporary name"
 t_eq "mkorganism: no temporary folder left" "" "$(ls -A mk | grep -E '\.(tmp|old)\.' || true)"
 t_done

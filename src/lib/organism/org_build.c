@@ -349,7 +349,7 @@ static int build_in(org_spec *s, const char *dir, ss_err *e)
 	snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", dir);
 	if (!mkdtemp(tmp)) {
 		org_weights_free(&o);
-		return ss_err_errno(e, errno, "%s", tmp);
+		return ss_err_errno(e, errno, "%s: cannot create the folder", dir);
 	}
 	mode_t um = umask(0); /* mkdtemp makes it 0700: give it mkdir's mode */
 	umask(um);
@@ -409,9 +409,18 @@ done:
  * and the folder it names is rebuilt. */
 int org_build(org_spec *s, const char *dir, ss_err *e)
 {
-	char *real;
-	if (ss_path_follow(dir, &real, e))
+	/* "DIR/" (as a shell completes it) is DIR: the temporary folder and
+	 * the old one are its siblings, never inside it */
+	char *d = strdup(dir), *real;
+	if (!d)
+		return ss_err_set(e, "%s: out of memory", dir);
+	for (size_t n = strlen(d); n > 1 && d[n - 1] == '/'; n--)
+		d[n - 1] = '\0';
+	if (ss_path_follow(d, &real, e)) {
+		free(d);
 		return -1;
+	}
+	free(d);
 	int rc = build_in(s, real, e);
 	free(real);
 	return rc;

@@ -1,8 +1,10 @@
 /* ofile.c - atomic outputs and signal clean-up; see ofile.h. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include "util/ofile.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -177,6 +179,16 @@ int ss_out_resolve(const char *path, ss_out_kind *kind, char **real, ss_err *e)
 	if (ss_path_follow(path, &p, e))
 		return -1;
 	struct stat st;
+	if (lstat(p, &st) < 0 && errno == ENOENT && strcmp(p, path) && stat(path, &st) == 0 &&
+	    !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		/* a link whose target is no path but opens all the same: Linux's
+		 * /dev/stdout -> /proc/self/fd/1 -> "pipe:[N]" */
+		free(p);
+		if (!(*real = strdup(path)))
+			return ss_err_set(e, "%s: out of memory", path);
+		*kind = SS_OUT_STREAM;
+		return 0;
+	}
 	if (lstat(p, &st) < 0) {
 		if (errno == ENOENT) { /* a new file; a missing folder shows at creation */
 			*kind = SS_OUT_FILE;
@@ -198,6 +210,65 @@ int ss_out_resolve(const char *path, ss_out_kind *kind, char **real, ss_err *e)
 	*kind = S_ISREG(st.st_mode) ? SS_OUT_FILE : SS_OUT_STREAM;
 	*real = p;
 	return 0;
+}
+
+/* The identity of an output path: its device and inode when it exists,
+ * else the canonical path of its folder and its name.  *key is malloc'd
+ * ("" for stdout). */
+static int out_key(const char *path, char **key, ss_err *e)
+{
+	*key = NULL;
+	if (!strcmp(path, "-"))
+		return (*key = strdup("")) ? 0 : ss_err_set(e, "%s: out of memory", path);
+	char *real;
+	if (ss_path_follow(path, &real, e))
+		return -1;
+	struct stat st;
+	size_t n = strlen(real) + PATH_MAX + 64;
+	char *k = malloc(n);
+	if (!k) {
+		free(real);
+		return ss_err_set(e, "%s: out of memory", path);
+	}
+	if (stat(real, &st) == 0) {
+		snprintf(k, n, "i%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+	} else {
+		char *slash = strrchr(real, '/'), dir[PATH_MAX];
+		const char *base = slash ? slash + 1 : real;
+		if (slash)
+			*slash = '\0';
+		if (!realpath(slash ? (*real ? real : "/") : ".", dir))
+			snprintf(dir, sizeof dir, "%s", slash ? real : ".");
+		snprintf(k, n, "p%s/%s", dir, base);
+	}
+	free(real);
+	*key = k;
+	return 0;
+}
+
+int ss_out_distinct(const char *const *paths, const char *const *names, int n, ss_err *e)
+{
+	char *key[8] = {0};
+	int rc = 0;
+	if (n > 8)
+		n = 8;
+	for (int i = 0; i < n && !rc; i++) {
+		if (!paths[i])
+			continue;
+		if (out_key(paths[i], &key[i], e)) {
+			rc = -1;
+			break;
+		}
+		for (int j = 0; j < i; j++)
+			if (key[j] && !strcmp(key[i], key[j])) {
+				rc = ss_err_status(e, SS_EXIT_USAGE, "%s: the same file as %s (%s)", names[i],
+				                   names[j], strcmp(paths[j], "-") ? paths[j] : "stdout");
+				break;
+			}
+	}
+	for (int i = 0; i < n; i++)
+		free(key[i]);
+	return rc;
 }
 
 int ss_out_stream_open(const char *path, int *fd, ss_err *e)
