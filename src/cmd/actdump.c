@@ -13,6 +13,7 @@
 #include "io/st.h"
 #include "tok/tok.h"
 #include "util/err.h"
+#include "util/mem.h"
 #include "util/ofile.h"
 #include "util/opt.h"
 #include "util/progress.h"
@@ -42,7 +43,7 @@ static const ss_opt opts[] = {
 	{"layers", 'l', SS_OPT_STRING, &layers_opt, "LIST", "layers of --acts, e.g. 0-10,20 (default all)", NULL},
 	SS_OPT_THREADS(threads),
 	SS_COMPUTE_OPT(compute_opt),
-	{"max-memory", 0, SS_OPT_STRING, &max_mem_opt, "SIZE", "refuse runs needing more (default 90% of RAM)", NULL},
+	SS_OPT_MAX_MEMORY(max_mem_opt),
 	{"positions", 0, SS_OPT_STRING, &positions_opt, "warn|refuse", "when T > max_position_embeddings (default refuse)", NULL},
 	{"timings", 0, SS_OPT_FLAG, &timings, NULL, "print times and tokens/s on stderr", NULL},
 	{"prompt-format", 0, SS_OPT_STRING, &prompt_fmt_opt, "F", "wrap text: raw, chatml, deepseek-r1, llama3, chatml-think, llama2-inst, phi4", NULL},
@@ -74,8 +75,8 @@ static int check_opts(int argc, char **argv, int opi, ss_err *e)
 {
 	if (rec_acts_parse(acts_opt, on, e) < 0)
 		return -1;
-	if (max_mem_opt && ss_parse_size(max_mem_opt, &max_mem) < 0)
-		return ss_err_status(e, SS_EXIT_USAGE, "--max-memory: bad size '%s' (e.g. 20G, 512M)", max_mem_opt);
+	if (ss_max_memory(max_mem_opt, &max_mem, e) < 0)
+		return -1;
 	if (strcmp(positions_opt, "warn") && strcmp(positions_opt, "refuse"))
 		return ss_err_status(e, SS_EXIT_USAGE, "--positions: expected warn or refuse, not '%s'", positions_opt);
 	if (max_tokens < 0)
@@ -130,10 +131,6 @@ static int check_opts(int argc, char **argv, int opi, ss_err *e)
 		                     "give -o PATTERN with %%d or {row}");
 	if (!text_path && operand)
 		text_path = operand;
-	if (!max_mem_opt) {
-		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		max_mem = pages > 0 && psz > 0 ? 0.9 * (double)pages * (double)psz : 1e18;
-	}
 	return 0;
 }
 
@@ -226,7 +223,8 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 			ss_err_prefix(e, "--layers");
 		goto done;
 	}
-	if (rec_memory_check(M, &acts, T, (int)threads, to_stdout, max_mem, PROG, q->name, e) < 0)
+	if (ss_mem_check(rec_memory(c, &acts, T, (int)threads, to_stdout), M->weight_bytes, max_mem, PROG,
+	                 M->dir, q->name, T, e) < 0)
 		goto done;
 	ss_rec_times times;
 	if (!(cmd = ss_command_line(argc, argv, e)) ||

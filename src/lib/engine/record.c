@@ -86,25 +86,6 @@ double rec_memory(const ss_config *c, const ss_rec_acts *a, long T, int threads,
 	       (image ? trace_stats_bytes(L, T, H) + acts_bytes : 0);
 }
 
-int rec_memory_check(const ss_model *M, const ss_rec_acts *a, long T, int threads, int image,
-                     double max_mem, const char *prog, const char *name, ss_err *e)
-{
-	double need = rec_memory(&M->c, a, T, threads, image);
-	char s_need[32], s_w[32], s_max[32];
-	ss_format_size(need, s_need, sizeof s_need);
-	ss_format_size(M->weight_bytes, s_w, sizeof s_w);
-	ss_format_size(max_mem, s_max, sizeof s_max);
-	if (need > max_mem)
-		return ss_err_set(e, "%s: %ld tokens need about %s besides the mapped weights (%s), "
-		                  "more than --max-memory %s", M->dir, T, s_need, s_w, s_max);
-	ss_progress pg; /* only to ask whether progress lines are on (a terminal) */
-	ss_progress_start(&pg, prog);
-	if (pg.on || need >= 1073741824.0)
-		ss_warn(prog, "%s: %ld tokens: about %s of memory besides the mapped weights (%s)", name, T,
-		        s_need, s_w);
-	return 0;
-}
-
 int rec_trace_init(ss_trace *tr, const ss_model *M, const int32_t *ids, long T, char **pieces,
                    const char *name, const char *model_dir, const char *generator,
                    const char *command, ss_err *e)

@@ -51,15 +51,9 @@ void rec_acts_free(ss_rec_acts *a);
 /* Bytes a recorded run of T tokens needs besides the mapped weights: the
  * forward pass (fwd_memory_estimate), the trace's statistics, one layer of
  * each stored component and, with image (the HDF5 file built in memory, for
- * a pipe), the file's statistics and activations once more. */
+ * a pipe), the file's statistics and activations once more.  actdump checks
+ * it against --max-memory with ss_mem_check (util/mem.h). */
 double rec_memory(const ss_config *c, const ss_rec_acts *a, long T, int threads, int image);
-
-/* rec_memory of sequence name against max_mem: more is an error "DIR: T
- * tokens need about X besides the mapped weights (W), more than
- * --max-memory M"; the estimate is printed under prog's name on a terminal
- * (where progress lines are on) or when it reaches 1 GiB. */
-int rec_memory_check(const ss_model *M, const ss_rec_acts *a, long T, int threads, int image,
-                     double max_mem, const char *prog, const char *name, ss_err *e);
 
 /* tr allocated for T tokens of M: the ids, their pieces (pieces[j] taken
  * over and set NULL; pieces NULL: empty texts), the name, and the metadata
