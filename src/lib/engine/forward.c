@@ -72,6 +72,13 @@ double fwd_memory_estimate(const ss_config *c, long T, int threads, long block)
 	                B * 2 * c->hidden + 2 * t * half + t + B + D;
 	double bytes = floats * 4 + 8.0 * c->n_heads * t + (double)model_layer_f32_bytes(c);
 	bytes += attn_memory_estimate(c, T, threads, QBLOCK);
+	/* the matmul's copy of A (matmul.c: a strided f32 A made dense, or A in
+	 * bf16), B rows of the widest K: the down projection's F */
+	long K = c->dim > qdim ? c->dim : qdim;
+	K = c->hidden > K ? c->hidden : K;
+	K = c->moe_hidden > K ? c->moe_hidden : K;
+	K = c->shared_hidden > K ? c->shared_hidden : K;
+	bytes += 4 * B * (double)K;
 	return bytes;
 }
 

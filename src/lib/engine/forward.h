@@ -172,7 +172,9 @@ int fwd_resident_bf16(const ss_model *m);
 double fwd_resident_bytes(const ss_model *m);
 
 /* Bytes of memory the forward pass allocates for T tokens (excluding the
- * mapped weights and any caller buffers). */
+ * mapped weights and any caller buffers): its buffers, one f32 layer (the
+ * layer buffer, or the oneDNN packings a pass over many tokens makes in its
+ * place), the attention's, and the matmul's copy of one block's A. */
 double fwd_memory_estimate(const ss_config *c, long T, int threads, long block);
 
 #endif
