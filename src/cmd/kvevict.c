@@ -11,6 +11,7 @@
 #include "interv/kvevict.h"
 #include "tok/tok.h"
 #include "util/err.h"
+#include "util/mem.h"
 #include "util/ofile.h"
 #include "util/opt.h"
 #include "util/progress.h"
@@ -22,7 +23,8 @@ static const char *model_dir, *ids_path, *text_path, *jsonl_path, *field_opt, *t
 static const char *policies_opt = "full,window,streaming,sinks,heavy,random", *budgets_opt = "64,128,256";
 static const char *episodes_path, *per_layer_path, *masks_path;
 static long index_opt, threads = SS_THREADS_UNSET, first_opt = 4, seed_opt;
-static const char *compute_opt = "f32";
+static const char *compute_opt = "f32", *max_mem_opt;
+static double max_mem;
 static ss_compute compute;
 static int index_seen, no_bos;
 static ss_sink_params sp;
@@ -41,6 +43,7 @@ static const ss_opt opts[] = {
 	{"output", 'o', SS_OPT_STRING, &out_path, "FILE", "the totals (default stdout)", NULL},
 	SS_OPT_THREADS(threads),
 	SS_COMPUTE_OPT(compute_opt),
+	SS_OPT_MAX_MEMORY(max_mem_opt),
 	{0},
 };
 static const ss_prog prog = {
@@ -48,7 +51,7 @@ static const ss_prog prog = {
 	"-m DIR (--ids FILE | --text FILE | --jsonl FILE --field NAME --index N | FILE) "
 	"[--tokenizer FILE] [--no-bos] [--policies LIST] [--budgets LIST] [--first K] "
 	"[--episodes FILE] [--tau-cos X] [--tau-norm X] [--seed N] [--per-layer FILE] [--masks FILE] "
-	"[-o FILE] [-t N]",
+	"[-o FILE] [-t N] [--max-memory SIZE]",
 	"measure KV-cache eviction policies on a trace", opts};
 
 static kv_pair pairs[MAX_PAIRS];
@@ -114,6 +117,8 @@ static int check_opts(int argc, int opi, ss_err *e)
 	if (ss_opt_threads(&threads, e) < 0)
 		return -1;
 	if (mm_compute_parse(compute_opt, &compute, e) < 0)
+		return -1;
+	if (ss_max_memory(max_mem_opt, &max_mem, e) < 0)
 		return -1;
 	if (!(sp.tau_cos > -1 && sp.tau_cos < 1))
 		return ss_err_status(e, SS_EXIT_USAGE, "--tau-cos: %g outside (-1, 1)", sp.tau_cos);
@@ -235,10 +240,13 @@ static int run(int argc, char **argv, int opi, ss_err *e)
 	if (episodes_path && kv_episodes_read(episodes_path, name, ids, T, M.c.n_layers, &eps, &n_eps, e) < 0)
 		goto done;
 	prog_ctx pc;
-	ss_progress_start(&pc.p, PROG);
 	kv_opts o = {.first = first_opt, .seed = (uint64_t)seed_opt, .sp = sp, .eps = eps, .n_eps = n_eps,
 	             .per_layer = !!per_layer_path, .masks = !!masks_path, .threads = (int)threads, .compute = compute,
 	             .progress = on_progress, .progress_ctx = &pc};
+	if (ss_mem_check(kv_memory(&M, T, pairs, n_pairs, &o), M.weight_bytes, max_mem, PROG, M.dir, name, T,
+	                 e) < 0)
+		goto done;
+	ss_progress_start(&pc.p, PROG);
 	int r = kv_run(&M, ids, T, pairs, n_pairs, &o, &res, e);
 	ss_progress_end(&pc.p);
 	if (r < 0 || write_all(name, res, e) < 0)

@@ -6,6 +6,7 @@
 #include "engine/config.h"
 #include "engine/decode.h"
 #include "util/err.h"
+#include "util/mem.h"
 #include "io/h5io.h"
 #include "engine/model.h"
 #include "util/ofile.h"
@@ -137,17 +138,20 @@ int main(int argc, char **argv)
 		ss_err_set(&e, "%s: no secondary episode of trace %s", argv[first + 1], tr.name);
 		goto done;
 	}
+	ss_progress pg; /* on a terminal only (util/progress.h) */
+	ss_probe_plan pl = {.layer = layer, .k = (int)ncomp, .fit_nonsink = fit_nonsink, .alpha = alpha,
+	                    .n_alpha = n_alpha, .sp = sp, .classes = classes,
+	                    .progress = on_progress, .progress_ctx = &pg};
+	if (ss_mem_check(probe_memory(&m, &tr, tg, n_tg, &pl, &dopt), m.weight_bytes, c.max_mem, prog.name,
+	                 argv[first], tr.name, tr.T, &e) < 0)
+		goto done;
 	if (!(done_l = ss_calloc(tr.L + 1, 1, "layers", &e)) ||
-	    dec_create(&dec, &m, 64, &dopt, &e) < 0)
+	    dec_create(&dec, &m, SS_PROBE_CAP, &dopt, &e) < 0)
 		goto done;
 	/* every layer first, so that a failure leaves no partial table */
 	if (!(pr = ss_calloc(tr.L + 1, sizeof *pr, "probes", &e)))
 		goto done;
-	ss_progress pg; /* on a terminal only (util/progress.h) */
 	ss_progress_start(&pg, prog.name);
-	ss_probe_plan pl = {.layer = layer, .k = (int)ncomp, .fit_nonsink = fit_nonsink, .alpha = alpha,
-	                    .n_alpha = n_alpha, .sp = sp, .classes = classes,
-	                    .progress = on_progress, .progress_ctx = &pg};
 	int r = probe_run_all(&dec, h5, &tr, tg, n_tg, &pl, pr, done_l, &e);
 	ss_progress_end(&pg);
 	if (r < 0)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "engine/decode.h"
 #include "util/err.h"
+#include "util/mem.h"
 #include "engine/model.h"
 #include "util/ofile.h"
 #include "util/opt.h"
@@ -82,6 +83,9 @@ int main(int argc, char **argv)
 		ss_err_set(&e, "%s: no secondary episode of trace %s", argv[first + 1], tr.name);
 		goto done;
 	}
+	if (ss_mem_check(swap_memory(&m, &tr, tg, n_tg, &o), m.weight_bytes, c.max_mem, prog.name, m.dir,
+	                 tr.name, tr.T, &e) < 0)
+		goto done;
 	ss_progress pg; /* on a terminal only (util/progress.h) */
 	ss_progress_start(&pg, prog.name);
 	o.progress = on_progress;

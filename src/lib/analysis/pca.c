@@ -39,6 +39,17 @@ static void fix_signs(double *comp, int k, long d)
 	}
 }
 
+double pca_memory(long n, long d, int k)
+{
+	double N = (double)n, D = (double)d, K = (double)k;
+	double b = 8 * (D + 2 * K * D + K);   /* mean; comp and the result's copy; var */
+	if (n >= d)
+		b += 8 * (2 * D * D + (N < STRIP ? N : STRIP) * D + D + 2 * D * K + 26 * D) + 4 * (10 * D + 2 * K);
+	else
+		b += 8 * (4 * N * D + 2 * N * N + N + 4 * N * N + 7 * N) + 4 * 8 * N;
+	return b;
+}
+
 int pca_fit(const float *X, long n, long d, int k, ss_pca *out, ss_err *e)
 {
 	memset(out, 0, sizeof *out);

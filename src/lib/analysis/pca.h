@@ -38,4 +38,10 @@ int pca_project_f64(const ss_pca *p, const float *X, long n, double *Y, ss_err *
 double pca_ratio(const ss_pca *p, int i);
 void pca_free(ss_pca *p);
 
+/* Bytes pca_fit(n x d, k) allocates at its peak: the mean and the
+ * components; for n >= d the covariance, a strip of rows, LAPACKE's
+ * row-major copies of it and dsyevr's workspace; else the centred data,
+ * the SVD's factors, their copies and dgesdd's workspace. */
+double pca_memory(long n, long d, int k);
+
 #endif

@@ -64,6 +64,25 @@ double dec_resident_bytes(const ss_model *m)
 	return fwd_resident_bytes(m);
 }
 
+double dec_memory_estimate(const ss_model *m, long cap, const ss_dec_opts *o, int steps)
+{
+	const ss_config *c = &m->c;
+	double kvd = (double)c->n_kv_heads * c->head_dim, n = (double)(cap > 0 ? cap : 1);
+	double b = fwd_memory_estimate(c, cap, o->threads, o->block) +
+	           kv_bytes(c->n_layers, cap, (long)kvd, o->kv_dtype) + 2 * 4 * kvd +
+	           8.0 * c->n_heads * n + 4.0 * c->dim;
+	/* a one-token pass (a step, a re-run) converts the layer's matrices into
+	 * the layer buffer (fwd_mat_ensure) beside the oneDNN packings a pass over
+	 * many tokens made: fwd_memory_estimate counts one of the two */
+	if (steps)
+		b += (double)model_layer_f32_bytes(c);
+	if (o->kv_dtype != SS_KV_F32)
+		b += 2 * 4 * n * kvd;
+	if (o->resident || o->resident_f32)
+		b += dec_resident_bytes(m);
+	return b;
+}
+
 int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_err *e)
 {
 	const ss_config *c = &m->c;

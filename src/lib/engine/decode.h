@@ -80,6 +80,15 @@ typedef struct ss_dec {
 /* Bytes of weights that resident decoding holds (fwd_resident_bytes). */
 double dec_resident_bytes(const ss_model *m);
 
+/* Bytes dec_create(cap, o) allocates and a run of it touches: the forward
+ * pass's buffers for cap tokens (fwd_memory_estimate), the KV cache in its
+ * dtype, the f32 rows a bf16 cache is widened into, the scratch rows; with
+ * steps (the dec runs one position at a time too: dec_step, dec_rerun) a
+ * second f32 layer, the layer buffer such a pass converts into beside the
+ * packings of a pass over many tokens; with o->resident every layer's
+ * converted weights (dec_resident_bytes). */
+double dec_memory_estimate(const ss_model *m, long cap, const ss_dec_opts *o, int steps);
+
 /* A dec for sequences of up to cap positions. */
 int dec_create(ss_dec *d, const ss_model *m, long cap, const ss_dec_opts *o, ss_err *e);
 void dec_free(ss_dec *d);

@@ -21,6 +21,8 @@ int interv_cli_check(ss_interv_cli *c, int operands, ss_err *e)
 		return -1;
 	if (mm_compute_parse(c->compute_s ? c->compute_s : "f32", &c->compute, e) < 0)
 		return -1;
+	if (ss_max_memory(c->max_mem_s, &c->max_mem, e) < 0)
+		return -1;
 	if (!(c->sp.tau_cos > -1 && c->sp.tau_cos < 1))
 		return ss_err_status(e, SS_EXIT_USAGE, "--tau-cos: %g outside (-1, 1)", c->sp.tau_cos);
 	if (!(c->sp.tau_norm > 0))

@@ -10,6 +10,7 @@
 
 #include "sinks/sinks.h"
 #include "util/err.h"
+#include "util/mem.h"
 #include "util/opt.h"
 #include "engine/matmul.h"
 
@@ -22,6 +23,8 @@ typedef struct ss_interv_cli {
 	unsigned classes;      /* parsed --classes (tokclass.h mask) */
 	const char *compute_s; /* --compute f32|bf16 (default f32) */
 	ss_compute compute;    /* parsed --compute */
+	const char *max_mem_s; /* --max-memory SIZE (default 90% of RAM) */
+	double max_mem;        /* parsed --max-memory, bytes (util/mem.h) */
 } ss_interv_cli;
 
 /* Defaults: stdout, classes space,punct,digit, the default sink rule, all
@@ -35,10 +38,12 @@ void interv_cli_default(ss_interv_cli *c);
 	{"tau-cos", 'c', SS_OPT_DOUBLE, &(c).sp.tau_cos, "X", "sink rule: cosine threshold (0.95)", NULL},       \
 	{"tau-norm", 'n', SS_OPT_DOUBLE, &(c).sp.tau_norm, "X", "sink rule: norm over the layer median (5)", NULL}, \
 	SS_OPT_THREADS((c).threads),                                                                         \
-	SS_COMPUTE_OPT((c).compute_s)
+	SS_COMPUTE_OPT((c).compute_s),                                                                       \
+	SS_OPT_MAX_MEMORY((c).max_mem_s)
 
 /* Usage checks before any data is read: -m given, `operands` == 2
- * (TRACE.h5 EPISODES.tsv), threads, --compute, the sink rule and --classes.  Errors
+ * (TRACE.h5 EPISODES.tsv), threads, --compute, --max-memory, the sink rule and
+ * --classes.  Errors
  * have status SS_EXIT_USAGE and name the option. */
 int interv_cli_check(ss_interv_cli *c, int operands, ss_err *e);
 

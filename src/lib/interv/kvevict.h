@@ -104,6 +104,13 @@ int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, 
            const kv_opts *o, kv_result **out, ss_err *e);
 void kv_result_free(kv_result *r);
 
+/* Bytes kv_run allocates for T tokens and these pairs (the forward pass,
+ * fwd_memory_estimate; the final hidden states of the reference and of
+ * every pair but full; the statistics; with per_layer or masks every
+ * pair's selections; the logits compared; lm_head in f32 when the model
+ * does not store it so), the mapped weights apart. */
+double kv_memory(const ss_model *m, long T, const kv_pair *pairs, size_t np, const kv_opts *o);
+
 /* The pair's totals, and (opts.per_layer) its row of layer l (1..L). */
 const kv_total *kv_result_total(const kv_result *r, size_t pair);
 const kv_layer *kv_result_layer(const kv_result *r, size_t pair, long l);

@@ -2,11 +2,13 @@
  * pair, the measurement) and the measures of the next-token distributions;
  * see kvevict.h. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/config.h"
 #include "engine/kernels.h"
+#include "io/st.h"
 #include "interv/kvevict_int.h"
 
 #define LOGIT_ROWS 64  /* positions per block of logits when comparing */
@@ -117,6 +119,34 @@ static int rec_alloc(kv_result *res, ss_err *e)
 		}
 	}
 	return 0;
+}
+
+double kv_memory(const ss_model *m, long T, const kv_pair *pairs, size_t np, const kv_opts *o)
+{
+	const ss_config *c = &m->c;
+	double L = (double)c->n_layers, t = (double)T, D = (double)c->dim, V = (double)c->vocab;
+	double k = o->first > 0 ? (double)o->first : 0, nh = 0, rec = 0;
+	for (size_t p = 0; p < np; p++) {
+		if (pairs[p].pol == KV_FULL)
+			continue;
+		nh++;   /* its final hidden states */
+		if (o->per_layer || o->masks) {   /* its selections, every layer (rec_alloc) */
+			double chunk = kv_policy_chunk(pairs[p].pol) ? KV_CHUNK : t, nb = t / chunk + 2;
+			double kept = pairs[p].budget < T ? (double)pairs[p].budget : t;
+			rec += L * (16 * t + 8 * nb + 8 * nb * kept + sizeof(kv_rec));
+		}
+	}
+	const st_tensor *W = m->lm_head;
+	double b = fwd_memory_estimate(c, T, o->threads, 0) +
+	           4 * (1 + nh) * t * D +                         /* final hidden states */
+	           8 * (L + 1) * t +                              /* norms, cosines */
+	           t * (5 * sizeof(long) + sizeof(kv_score) + 4 + 1) + 16 * k +   /* the selection */
+	           np * (24 * L + sizeof(ss_attn_sel) + sizeof(kv_total) + sizeof(kv_pair)) +
+	           (o->per_layer ? np * L * sizeof(kv_layer) : 0) +
+	           4 * (3 * LOGIT_ROWS + 1) * V + 4 * LOGIT_ROWS * D + rec;   /* compare's logits */
+	if (W->dtype != ST_F32 || ((uintptr_t)W->data & 3))   /* keep_head's f32 lm_head, its block */
+		b += 4 * V * D + 4 * (V < 4096 ? V : 4096) * D;
+	return b;
 }
 
 int kv_run(const ss_model *m, const int32_t *ids, long T, const kv_pair *pairs, size_t np,

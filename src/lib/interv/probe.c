@@ -240,6 +240,35 @@ void probe_write_vectors(FILE *f, int header, const ss_trace *tr, const ss_probe
 	}
 }
 
+double probe_memory(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
+                    const ss_probe_plan *pl, const ss_dec_opts *dopt)
+{
+	const ss_config *c = &m->c;
+	long L = tr->L;
+	double T = (double)tr->T, D = (double)c->dim, kvd = (double)c->n_kv_heads * c->head_dim;
+	double n_ls = 0, most = 0;   /* the l_starts probed; most future sinks at one */
+	for (long l = 1; l <= L; l++) {
+		double ns = 0;
+		for (size_t t = 0; t < n_tg; t++)
+			ns += tg[t].l_start == l;
+		if (ns && (!pl->layer || pl->layer == l)) {
+			n_ls++;
+			most = ns > most ? ns : most;
+		}
+	}
+	double k = pl->k, nin = k * pl->n_alpha + 1 > 3 * most ? k * pl->n_alpha + 1 : 3 * most;
+	double rows = nin < SS_PROBE_CAP ? nin : SS_PROBE_CAP;
+	/* one l_start at a time: x[ls] and h[ls] read, the fit set, the masks,
+	 * the PCA, the MLP's inputs and outputs and dec_mlp's rows */
+	double one = 4 * 3 * T * D + T + (double)(L + 1) * T + 4 * D + 8 * nin * D +
+	             pca_memory(tr->T - 1, c->dim, pl->k) + 4 * rows * (D + 2 * kvd);
+	/* what every probe keeps until the table is written */
+	double kept = n_ls * (8 * k * D + k * (sizeof(ss_probe_comp) + 16 * pl->n_alpha) +
+	                      most * sizeof(ss_probe_sink)) + (double)(L + 1) * (sizeof(ss_probe) + 1);
+	return dec_memory_estimate(m, SS_PROBE_CAP, dopt, 0) + trace_stats_bytes(L, tr->T, c->n_heads) +
+	       48 * T + kept + one;
+}
+
 int probe_run_all(ss_dec *d, ss_h5 *f, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
                   const ss_probe_plan *pl, ss_probe *pr, unsigned char *probed, ss_err *e)
 {

@@ -76,6 +76,17 @@ typedef struct ss_probe_plan {
 int probe_run_all(ss_dec *d, ss_h5 *f, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
                   const ss_probe_plan *pl, ss_probe *pr, unsigned char *probed, ss_err *e);
 
+/* The positions of the dec pcaprobe runs its MLPs through (dec_mlp takes
+ * them a block at a time). */
+#define SS_PROBE_CAP 64
+
+/* Bytes probe_run_all allocates for this plan (one l_start's x[ls], h[ls],
+ * fit set, PCA, pca_memory, and MLP rows at a time; what each probe keeps),
+ * a dec of SS_PROBE_CAP positions (dec_memory_estimate) and the trace as
+ * trace_read_h5 holds it; the mapped weights apart. */
+double probe_memory(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
+                    const ss_probe_plan *pl, const ss_dec_opts *dopt);
+
 /* trace l_start component var_ratio cum_ratio proj_sinks proj_controls alpha gain cos_u */
 void probe_write_comps(FILE *f, int header, const ss_trace *tr, const ss_probe *p);
 /* trace l_start pos token frac_par norm_full cos_full norm_par cos_par norm_perp cos_perp */

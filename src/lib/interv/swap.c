@@ -285,6 +285,35 @@ static int check_stats(const ss_trace *tr, const ss_model *m, const ss_stats *st
 	return 0;
 }
 
+double swap_memory(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
+                   const ss_swap_opts *o)
+{
+	const ss_config *c = &m->c;
+	long Li = c->n_layers;
+	double L = (double)Li, T = (double)tr->T, D = (double)c->dim, H = (double)c->n_heads;
+	double kvd = (double)c->n_kv_heads * c->head_dim, qd = H * c->head_dim;
+	double ncomp = (o->comps & 1) + (o->comps >> 1 & 1) + (o->comps >> 2 & 1), ns = 0, nsl = 0;
+	for (size_t k = 0; k < n_tg; k++)   /* the swaps, as swap_run counts them */
+		ns += (double)(tg[k].l_start - lo_layer(&tg[k], o->window) + 1) * ncomp;
+	for (long l = 1; l <= Li && !o->exact; l++)   /* the score layers in use */
+		for (size_t k = 0; k < n_tg; k++)
+			if (score_layer(tg[k].l_start, Li) == l) {
+				nsl++;
+				break;
+			}
+	double per_swap = sizeof(ss_swap_row) + sizeof(ss_interv) + 2 * sizeof(ss_rerun) +
+	                  4 * (2 * D + kvd + H);
+	double b = dec_memory_estimate(m, tr->T, &o->dec, !o->exact) +
+	           trace_stats_bytes(Li, tr->T, c->n_heads) + 48 * T +      /* the trace as read */
+	           (o->exact ? 2 : 1) * 4 * (2 * (L + 1) * T + L * H * T) +  /* the passes' statistics */
+	           T + 8 * (L + 1) * SS_SWAP_NCOMP * D + 4 * (double)n_tg * o->window * D +
+	           4 * (L + 1) * D + 4 * (L + 1) * SS_SWAP_NCOMP * D + 4 * T + ns * per_swap;
+	if (!o->exact)   /* each score layer's inputs, then queries, normalisers; layer_lse's scores */
+		b += 4 * nsl * T * (D > qd ? D : qd) + 4 * T * (D < qd ? D : qd) + 8 * nsl * T * H +
+		     4 * 128 * T + (o->dec.kv_dtype != SS_KV_F32 ? 8 * T * kvd : 0);
+	return b;
+}
+
 int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
              const ss_swap_opts *o, ss_swap_row **rows_out, size_t *n_rows, long *n_control,
              ss_err *e)

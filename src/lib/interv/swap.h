@@ -88,6 +88,14 @@ int swap_run(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, si
              const ss_swap_opts *o, ss_swap_row **rows, size_t *n_rows, long *n_control,
              ss_err *e);
 
+/* Bytes swap_run allocates for these targets and options (its dec for the
+ * trace's T positions, dec_memory_estimate; the statistics of one pass, of
+ * two with exact; the control means, the swap rows and states; without
+ * exact the queries and normalisers of every score layer in use), and
+ * the trace as trace_read holds it; the mapped weights apart. */
+double swap_memory(const ss_model *m, const ss_trace *tr, const ss_swap_target *tg, size_t n_tg,
+                   const ss_swap_opts *o);
+
 /* The per-swap table: header when `header`, then one row per swap:
  *   trace pos token level l_start lifetime layer rel_layer component
  *   base_sink sink suppressed base_norm norm median norm_ratio cos0
