@@ -99,9 +99,9 @@ static int check_opts(int argc, char **argv, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--kv: expected f32 or bf16, got '%s'", gen_kv);
 	if (text_out && !gen_n)
 		return ss_err_status(e, SS_EXIT_USAGE, "--text-out: goes with --generate N");
-	if (text_out && !tokens_only) {
+	if (!tokens_only) {
 		const char *outs[2] = {out_path ? out_path : "-", text_out}, *names[2] = {"-o", "--text-out"};
-		if (ss_out_distinct(outs, names, 2, e) < 0)
+		if (ss_out_check(outs, names, 2, e) < 0)
 			return -1;
 	}
 	if (gen_n && jsonl_path && !index_seen)

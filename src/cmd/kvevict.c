@@ -112,7 +112,7 @@ static int check_opts(int argc, int opi, ss_err *e)
 		return ss_err_status(e, SS_EXIT_USAGE, "--first: %ld is negative", first_opt);
 	const char *outs[3] = {out_path ? out_path : "-", per_layer_path, masks_path},
 	           *names[3] = {"-o", "--per-layer", "--masks"};
-	if (ss_out_distinct(outs, names, 3, e) < 0)
+	if (ss_out_check(outs, names, 3, e) < 0)
 		return -1;
 	if (ss_opt_threads(&threads, e) < 0)
 		return -1;

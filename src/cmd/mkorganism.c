@@ -64,6 +64,8 @@ int main(int argc, char **argv)
 	st_dtype dt = ST_F32;
 	if (!out || argc - i > 1)
 		ss_err_status(&e, SS_EXIT_USAGE, "%s (see --help)", !out ? "missing -o DIR" : "at most one SPEC");
+	else if (!*out)
+		ss_err_status(&e, SS_EXIT_USAGE, "-o: an empty path, expected a folder");
 	else if (dtype && st_dtype_parse(dtype, &dt) < 0)
 		ss_err_status(&e, SS_EXIT_USAGE, "--dtype: '%s', expected f32, bf16 or f16", dtype);
 	int rc = e.status ? -1 : 0;

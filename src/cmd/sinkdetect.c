@@ -42,26 +42,6 @@ static const ss_prog prog = {
 	opts,
 };
 
-static int parse_range(const char *s, long *lo, long *hi, ss_err *e)
-{
-	char *end;
-	long a = strtol(s, &end, 10), b = a;
-	if (end == s)
-		goto bad;
-	if (*end == '-') {
-		const char *q = end + 1;
-		b = strtol(q, &end, 10);
-		if (end == q)
-			goto bad;
-	}
-	if (*end || a < 1 || b < a)
-		goto bad;
-	*lo = a;
-	*hi = b;
-	return 0;
-bad:
-	return ss_err_status(e, SS_EXIT_USAGE, "--layers '%s': expected A-B with 1 <= A <= B", s);
-}
 
 /* The per-layer rows of the summary (sinks/summary.h). */
 static int write_summary(FILE *f, const ss_trace *tr, const ss_episode *ep, size_t n, long lo,
@@ -141,7 +121,7 @@ int main(int argc, char **argv)
 		return ss_opt_exit(&prog, i, &e);
 	long lo, hi;
 	int nin = argc - i;
-	if (layers_opt && parse_range(layers_opt, &sp.layer_lo, &sp.layer_hi, &e))
+	if (layers_opt && ss_parse_range(layers_opt, &sp.layer_lo, &sp.layer_hi, "--layers", &e))
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	if (sink_params_check(&sp, LONG_MAX, &lo, &hi, &e))
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
@@ -149,6 +129,9 @@ int main(int argc, char **argv)
 		ss_err_status(&e, SS_EXIT_USAGE, "--summary and --tokens: choose one table");
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	}
+	const char *outs[1] = {out_h5}, *names[1] = {"-o"};
+	if (ss_out_check(outs, names, 1, &e) < 0)
+		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	if (out_h5 && (nin > 1 || !strcmp(out_h5, "-"))) {
 		ss_err_status(&e, SS_EXIT_USAGE, nin > 1 ? "-o takes exactly one input trace"
 		                                         : "-o -: stdout carries the table; name a file");

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 		return SS_EXIT_USAGE;
 	}
 	const char *outs[2] = {out, truth}, *names[2] = {"-o", "--truth"};
-	if (ss_out_distinct(outs, names, 2, &e) < 0)
+	if (ss_out_check(outs, names, 2, &e) < 0)
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	int rc = plant_check(&p, &e);
 	char *cmd = rc ? NULL : ss_command_line(argc, argv, &e);

@@ -123,14 +123,8 @@ static int check_options(unsigned *only, unsigned *classes, decision_rule *rule,
 		return ss_err_prefix(e, "--classes");
 	}
 	*rule = (decision_rule){.min_life = o_min_life, .lo = 0, .hi = 1L << 30};
-	if (o_lstart) {
-		char *end;
-		rule->lo = rule->hi = strtol(o_lstart, &end, 10);
-		if (*end == '-')
-			rule->hi = strtol(end + 1, &end, 10);
-		if (*end || rule->lo > rule->hi || end == o_lstart)
-			return ss_err_status(e, SS_EXIT_USAGE, "--l-start: expected A-B, got '%s'", o_lstart);
-	}
+	if (o_lstart && ss_parse_range(o_lstart, &rule->lo, &rule->hi, "--l-start", e) < 0)
+		return -1;
 	if (o_level && decision_parse_levels(o_level, "--level", &want_level, &n_want, e) < 0)
 		return -1;
 	rule->levels = want_level;
@@ -143,6 +137,9 @@ static int check_options(unsigned *only, unsigned *classes, decision_rule *rule,
 	if (o_scan && o_out)
 		return ss_err_status(e, SS_EXIT_USAGE, "--output: not with --scan (the scan is a table on stdout: "
 		                     "redirect it, > FILE)");
+	const char *outs[1] = {o_out}, *names[1] = {"-o"};
+	if (ss_out_check(outs, names, 1, e) < 0)
+		return -1;
 	return 0;
 }
 

@@ -69,4 +69,16 @@ t_fails "actdump --text-out without --generate" 2 "^actdump: --text-out: " actdu
 t_fails "kvevict -c 1" 2 "^kvevict: --tau-cos: 1 outside" kvevict -m M -c 1 --ids no
 t_fails "sinklevels --top -1" 2 "^sinklevels: --top: -1 must be >= 0$" sinklevels --top -1 no.tsv
 t_fails "sinkdetect -n x" 2 "^sinkdetect: --tau-norm: expected a finite number, got 'x'$" sinkdetect -n x no.h5
+# each option of a combined check on its own (sinklevels named none, with
+# no --; sinkdetect named both), and a single layer range as every range
+# prints (reversed: say so; layers start at 1)
+t_fails "sinklevels --tol 0" 2 "^sinklevels: --tol: 0 must be positive$" sinklevels --tol 0 no.tsv
+t_fails "sinklevels --min-count 0" 2 "^sinklevels: --min-count: 0 must be at least 1$" sinklevels --min-count 0 no.tsv
+t_fails "sinklevels --min-share 2" 2 "^sinklevels: --min-share: 2 outside \[0, 1\]$" sinklevels --min-share 2 no.tsv
+t_fails "sinkdetect --primary-start 2" 2 "^sinkdetect: --primary-start 2: must lie in \[0, 1\]$" sinkdetect --primary-start 2 no.h5
+t_fails "sinkdetect --primary-end -1" 2 "^sinkdetect: --primary-end -1: must lie in \[0, 1\]$" sinkdetect --primary-end -1 no.h5
+t_fails "sinkdetect -l 5-2" 2 "^sinkdetect: --layers: layer range 5-2 is reversed \(write 2-5\)$" sinkdetect -l 5-2 no.h5
+t_fails "sinkdetect -l 0" 2 "^sinkdetect: --layers: layer 0: layers start at 1$" sinkdetect -l 0 no.h5
+t_fails "sinkdetect -l 3-" 2 "^sinkdetect: --layers: expected A or A-B, got '3-'$" sinkdetect -l 3- no.h5
+t_fails "tsne --l-start 5-2" 2 "^tsne: --l-start: layer range 5-2 is reversed \(write 2-5\)$" tsne --l-start 5-2 --labels no.tsv --layer 1 no.h5:/acts/resid
 t_done

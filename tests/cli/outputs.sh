@@ -188,6 +188,17 @@ twice '^kvevict: --masks: the same file as -o \(stdout\)$' "kvevict --masks - (t
 twice '^sinkplant: --truth: the same file as -o \(o\.x\)$' "sinkplant -o X --truth ../DIR/X: exit 2" \
 	sinkplant -o o.x --truth "../two/o.x"
 twice '^sinkplant: --truth: the same file as -o \(stdout\)$' "sinkplant -o - --truth -: exit 2" sinkplant -o - --truth -
+# an empty path (an unset shell variable): a usage error naming the
+# option, before any input is read (it ran to the end, then 'cannot rename')
+twice '^actdump: -o: an empty path' "actdump -o '': exit 2" actdump -m none --text none.txt -o ''
+twice '^actdump: --text-out: an empty path' "actdump --text-out '': exit 2" actdump -m none --text none.txt --generate 3 -o o.h5 --text-out ''
+twice '^sinkdetect: -o: an empty path' "sinkdetect -o '': exit 2" sinkdetect -o '' none.h5
+twice '^pcaprobe: -o: an empty path' "pcaprobe -o '': exit 2" pcaprobe -m none -o '' none.h5 none.tsv
+twice '^swapexp: -o: an empty path' "swapexp -o '': exit 2" swapexp -m none -o '' none.h5 none.tsv
+twice '^tsne: -o: an empty path' "tsne -o '': exit 2" tsne --layer 1 -o '' none.h5:/acts/resid
+twice '^kvevict: --masks: an empty path' "kvevict --masks '': exit 2" kvevict -m none --ids none --masks ''
+twice '^sinkplant: --truth: an empty path' "sinkplant --truth '': exit 2" sinkplant -o o.h5 --truth ''
+twice '^mkorganism: -o: an empty path' "mkorganism -o '': exit 2" mkorganism -o '' none.yaml
 cd ..
 
 # mkorganism -o DIR: a folder; a symlink to one is followed, anything but a

@@ -129,7 +129,7 @@ else
 	t_skip "bad-HDF5 cases built with h5py" "no h5py"
 fi
 t_fails "layer range beyond the trace" 1 "^sinkdetect: p\.h5:/: layer range 1-99: outside" sinkdetect -l 1-99 p.h5
-t_fails "bad --layers" 2 "^sinkdetect: --layers 'x'" sinkdetect -l x p.h5
+t_fails "bad --layers" 2 "^sinkdetect: --layers: expected A or A-B, got 'x'" sinkdetect -l x p.h5
 t_fails "bad --tau-cos" 2 "^sinkdetect: --tau-cos 1\.5" sinkdetect --tau-cos 1.5 p.h5
 t_fails "-o with two inputs" 2 "^sinkdetect: -o takes exactly one input" sinkdetect -o x.h5 p.h5 p1.h5
 t_done

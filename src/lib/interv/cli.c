@@ -2,6 +2,7 @@
 #include "interv/cli.h"
 
 #include "sinks/tokclass.h"
+#include "util/ofile.h"
 
 void interv_cli_default(ss_interv_cli *c)
 {
@@ -17,6 +18,9 @@ int interv_cli_check(ss_interv_cli *c, int operands, ss_err *e)
 	if (operands != 2)
 		return ss_err_status(e, SS_EXIT_USAGE, "expected TRACE.h5 EPISODES.tsv, got %d operands",
 		                     operands);
+	const char *outs[1] = {c->out_path}, *names[1] = {"-o"};
+	if (ss_out_check(outs, names, 1, e) < 0)
+		return -1;
 	if (ss_opt_threads(&c->threads, e) < 0)
 		return -1;
 	if (mm_compute_parse(c->compute_s ? c->compute_s : "f32", &c->compute, e) < 0)

@@ -16,8 +16,12 @@ void levels_params_default(ss_level_params *p)
 
 int levels_params_check(const ss_level_params *p, ss_err *e)
 {
-	if (!(p->tol > 0) || p->min_count < 1 || !(p->min_share >= 0 && p->min_share <= 1))
-		return ss_err_status(e, SS_EXIT_USAGE, "tol must be > 0, min-count >= 1, min-share in [0, 1]");
+	if (!(p->tol > 0))
+		return ss_err_status(e, SS_EXIT_USAGE, "--tol: %g must be positive", p->tol);
+	if (p->min_count < 1)
+		return ss_err_status(e, SS_EXIT_USAGE, "--min-count: %ld must be at least 1", p->min_count);
+	if (!(p->min_share >= 0 && p->min_share <= 1))
+		return ss_err_status(e, SS_EXIT_USAGE, "--min-share: %g outside [0, 1]", p->min_share);
 	return 0;
 }
 

@@ -30,10 +30,12 @@ int sink_params_check(const ss_sink_params *p, long L, long *lo, long *hi, ss_er
 	if (p->min_lifetime < 1)
 		return ss_err_status(e, SS_EXIT_USAGE, "--min-lifetime %ld: must be >= 1",
 		                     p->min_lifetime);
-	if (!(p->primary_start_frac >= 0 && p->primary_start_frac <= 1) ||
-	    !(p->primary_end_frac >= 0 && p->primary_end_frac <= 1))
-		return ss_err_status(e, SS_EXIT_USAGE,
-		                     "--primary-start and --primary-end must lie in [0, 1]");
+	if (!(p->primary_start_frac >= 0 && p->primary_start_frac <= 1))
+		return ss_err_status(e, SS_EXIT_USAGE, "--primary-start %g: must lie in [0, 1]",
+		                     p->primary_start_frac);
+	if (!(p->primary_end_frac >= 0 && p->primary_end_frac <= 1))
+		return ss_err_status(e, SS_EXIT_USAGE, "--primary-end %g: must lie in [0, 1]",
+		                     p->primary_end_frac);
 	char r[48];
 	if (p->layer_lo < 0 || p->layer_hi < 0 || (p->layer_hi && p->layer_lo > p->layer_hi))
 		return ss_err_status(e, SS_EXIT_USAGE, "--layers: layer range %s: expected 1 <= A <= B",

@@ -175,6 +175,8 @@ int ss_out_resolve(const char *path, ss_out_kind *kind, char **real, ss_err *e)
 	*kind = SS_OUT_STDOUT;
 	if (!path || !strcmp(path, "-"))
 		return 0;
+	if (!*path) /* -o "" from an unset shell variable */
+		return ss_err_status(e, SS_EXIT_USAGE, "an empty output path, expected a file name or -");
 	char *p;
 	if (ss_path_follow(path, &p, e))
 		return -1;
@@ -246,7 +248,7 @@ static int out_key(const char *path, char **key, ss_err *e)
 	return 0;
 }
 
-int ss_out_distinct(const char *const *paths, const char *const *names, int n, ss_err *e)
+int ss_out_check(const char *const *paths, const char *const *names, int n, ss_err *e)
 {
 	char *key[8] = {0};
 	int rc = 0;
@@ -255,6 +257,11 @@ int ss_out_distinct(const char *const *paths, const char *const *names, int n, s
 	for (int i = 0; i < n && !rc; i++) {
 		if (!paths[i])
 			continue;
+		if (!*paths[i]) {
+			rc = ss_err_status(e, SS_EXIT_USAGE, "%s: an empty path, expected a file name or -",
+			                   names[i]);
+			break;
+		}
 		if (out_key(paths[i], &key[i], e)) {
 			rc = -1;
 			break;

@@ -63,14 +63,17 @@ int ss_path_follow(const char *path, char **real, ss_err *e);
  * path; NULL for stdout.  A directory, a symlink loop or an unreadable
  * link is an error naming path. */
 int ss_out_resolve(const char *path, ss_out_kind *kind, char **real, ss_err *e);
-/* Two outputs of one run must not be one file: the later rename would
+/* Every program checks its outputs with this before it reads any input:
+ * an empty path ("" from an unset shell variable) is a usage error naming
+ * the option ("-o: an empty path, expected a file name or -"), and two
+ * outputs of one run must not be one file: the later rename would
  * silently drop the other output, and two streams on stdout interleave.
  * For the n outputs (NULL: not asked for), each paths[i] given by the
  * option names[i] ("-o", "--text-out"), a pair that is the same file --
  * both "-", or one file through different spellings (./x, a symlink, a
  * hard link, a dangling link and its future target) -- is a usage error
  * naming both options: "--text-out: the same file as -o (x.h5)". */
-int ss_out_distinct(const char *const *paths, const char *const *names, int n, ss_err *e);
+int ss_out_check(const char *const *paths, const char *const *names, int n, ss_err *e);
 /* Open a SS_OUT_STREAM path for writing (a socket is connected to). */
 int ss_out_stream_open(const char *path, int *fd, ss_err *e);
 /* write(2) all of b, retrying on EINTR; errors name `name`. */

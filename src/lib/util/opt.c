@@ -105,6 +105,32 @@ int ss_parse_layers_from(const char *s, int lo, int n, unsigned char *mask, cons
 	return 0;
 }
 
+int ss_parse_range(const char *s, long *a, long *b, const char *what, ss_err *e)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(s, &end, 10), y = x;
+	if (end != s && !errno && *end == '-') {
+		const char *q = end + 1;
+		y = strtol(q, &end, 10);
+		if (end == q)
+			end = (char *)s;
+	}
+	if (end == s || *end || errno || !isdigit((unsigned char)*s))
+		return ss_err_status(e, SS_EXIT_USAGE, "%s: expected A or A-B, got '%s'", what, s);
+	char got[48];
+	ss_format_range(x, y, got, sizeof got);
+	if (x > y)
+		return ss_err_status(e, SS_EXIT_USAGE, "%s: layer range %s is reversed (write %ld-%ld)",
+		                     what, got, y, x);
+	if (x < 1)
+		return ss_err_status(e, SS_EXIT_USAGE, "%s: layer%s %s: layers start at 1", what,
+		                     x == y ? "" : " range", got);
+	*a = x;
+	*b = y;
+	return 0;
+}
+
 int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what, ss_err *e)
 {
 	return ss_parse_layers_from(s, 1, n, mask, what, e);

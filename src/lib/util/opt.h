@@ -91,6 +91,12 @@ int ss_parse_layers(const char *s, int n, unsigned char *mask, const char *what,
  * "--layers: layer range 5-2 is reversed (write 2-5)". */
 int ss_parse_layers_from(const char *s, int lo, int n, unsigned char *mask, const char *what,
                          ss_err *e);
+/* One range of layers, "A" or "A-B" (layers from 1), for options that take
+ * a single range (sinkdetect --layers, tsne --l-start).  Errors (status
+ * SS_EXIT_USAGE) start with `what`: "--layers: layer range 5-2 is reversed
+ * (write 2-5)", "--layers: layer 0: layers start at 1", "--layers: expected A or
+ * A-B, got 'x'". */
+int ss_parse_range(const char *s, long *a, long *b, const char *what, ss_err *e);
 /* A range of layers or positions as messages print it: "3" when a == b,
  * else "5-2" (never "3-3"); returns buf. */
 char *ss_format_range(long a, long b, char *buf, size_t n);
