@@ -102,13 +102,8 @@ int main(int argc, char **argv)
 	if (e.status || parse_alphas(alphas_s, &alpha, &n_alpha, &e) < 0)
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	/* --layer against the model's layers (config.json only), before the
-	 * trace or the table is read; a config.json that does not load is
-	 * reported by model_load below */
-	ss_config mc;
-	ss_err ce = {0};
-	if (layer_seen && config_load(&mc, c.model_dir, &ce) == 0 && (layer < 1 || layer > mc.n_layers)) {
-		ss_err_status(&e, SS_EXIT_USAGE, "--layer: %ld outside 1-%ld, the layers of %s", layer,
-		              mc.n_layers, c.model_dir);
+	 * trace or the table is read */
+	if (layer_seen && config_check_layer(c.model_dir, layer, &e) < 0) {
 		free(alpha);
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	}

@@ -570,18 +570,33 @@ int config_check_positions(const ss_config *c, const char *dir, const char *name
 	return 0;
 }
 
-int config_check_layers(const char *dir, const char *spec, ss_err *e)
+/* The layer count of DIR/config.json; 0 when it does not load (model_load
+ * reports that later, with the file and the field). */
+static long layers_of(const char *dir)
 {
-	if (!dir || !strcmp(spec, "all"))
-		return 0;
 	ss_config c;
 	ss_err ce = {0};
-	if (config_load(&c, dir, &ce) < 0)
+	return dir && config_load(&c, dir, &ce) == 0 ? c.n_layers : 0;
+}
+
+int config_check_layers(const char *dir, const char *spec, ss_err *e)
+{
+	long n;
+	if (!strcmp(spec, "all") || !(n = layers_of(dir)))
 		return 0;
-	unsigned char *m = ss_malloc((size_t)c.n_layers + 1, 1, "layers", e);
+	unsigned char *m = ss_malloc((size_t)n + 1, 1, "layers", e);
 	if (!m)
 		return -1;
-	int rc = ss_parse_layers_from(spec, 0, (int)c.n_layers, m, "--layers", e);
+	int rc = ss_parse_layers_from(spec, 0, (int)n, m, "--layers", e);
 	free(m);
 	return rc;
+}
+
+int config_check_layer(const char *dir, long layer, ss_err *e)
+{
+	long n = layers_of(dir);
+	if (n && (layer < 1 || layer > n))
+		return ss_err_status(e, SS_EXIT_USAGE, "--layer: %ld outside 1-%ld, the layers of %s", layer,
+		                     n, dir);
+	return 0;
 }

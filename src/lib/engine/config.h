@@ -141,6 +141,9 @@ int config_check_positions(const ss_config *c, const char *dir, const char *name
  * layer count: a usage error before any input is read.  A config.json that
  * does not load is no error here (model_load reports it later). */
 int config_check_layers(const char *dir, const char *spec, ss_err *e);
+/* One --layer (1..L: pcaprobe's l_start) against DIR/config.json the same
+ * way: "--layer: 99 outside 1-24, the layers of DIR", a usage error. */
+int config_check_layer(const char *dir, long layer, ss_err *e);
 /* 1 when arch is in the table. */
 int config_arch_supported(const char *arch);
 /* Comma-separated list of supported architectures (for messages). */
