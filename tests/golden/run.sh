@@ -39,7 +39,8 @@
 #             --assign, options, --config), swapexp (rows, --summary, components,
 #             --kv bf16, --exact, -o), pcaprobe (every l_start, --vectors,
 #             --per-sink, --fit nonsink, alphas, classes), tsne (embedding,
-#             -o HDF5, --scan, --level, --only, --exact, random init)
+#             -o HDF5, --scan, --level, --only, --exact, random init, the refusal
+#             of identical points)
 #   stories/  the real stories260k model (examples/models/stories260k):
 #             actdump on a story and on 384 random ids, --acts, --no-bos,
 #             --jsonl over rows (-o pattern), --positions warn|refuse,
@@ -230,7 +231,12 @@ sec_organism() {
 	g org/tsne.level.tsv tsne -q $J --iter 300 --layer 7 --labels org/assign.tsv --level 2 \
 		--only future,control org/acts.h5:/acts/resid
 	g org/tsne.exact.tsv tsne -q $J --iter 250 --layer 5 --labels org/eps.tsv --exact --perplexity 20 \
-		--min-lifetime 5 org/acts.h5:/acts/attn_out
+		--min-lifetime 5 org/acts.h5:/acts/mlp_in
+	# the organism writes no attention output at layer 5 (attn_out is 0 at
+	# every position): 593 identical points, none reaches perplexity 20, and
+	# tsne refuses (#16 s7: exit 1 where no embedding is meaningful)
+	g org/tsne.exact.zero.tsv rc=1 tsne -q $J --iter 250 --layer 5 --labels org/eps.tsv --exact \
+		--perplexity 20 --min-lifetime 5 org/acts.h5:/acts/attn_out
 	g org/tsne.random.tsv tsne -q $J --iter 250 --layer 8 --labels org/eps.tsv --init random -s 7 --pca 10 \
 		--learning-rate 100 --exaggeration 8 --exag-iter 100 --l-start 9-9 org/acts.h5:/acts/resid
 }
