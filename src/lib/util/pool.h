@@ -3,7 +3,10 @@
  * pool_run(p, fn, ctx) calls fn(ctx, tid, nth) once on each of the nth
  * threads (the caller is tid 0) and returns when all are done.  Work is
  * divided statically by tid, so results are deterministic for a fixed
- * thread count. */
+ * thread count.  The threads are OpenMP's (one `omp parallel` region per
+ * pool_run), the team oneDNN's products run on; so call pool_run outside
+ * any parallel region (inside one, OpenMP runs it on one thread: the same
+ * results, slower). */
 #ifndef SS_POOL_H
 #define SS_POOL_H
 
