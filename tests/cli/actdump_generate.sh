@@ -64,7 +64,7 @@ printf '{"problem": "Once"}\n{"problem": "Lily"}\n' >q.jsonl
 t_ok "--jsonl --index --generate (text input)" actdump -m "$S" --jsonl q.jsonl --field problem --index 1 --generate 5 --text-out q.txt -o q.h5
 t_eq "text input + generation: 5 more tokens recorded" 5 "$(( $(ids_of q.h5 | wc -w) - $(actdump --tokens-only -m "$S" --jsonl q.jsonl --field problem --index 1 | tail -n +2 | wc -l) ))"
 t_fails "--prompt-format with --ids" 2 "prompt-format chatml wraps text" actdump -m "$S" --ids bos.ids --prompt-format chatml --generate 5 -o x.h5
-t_fails "--prompt-format unknown" 2 "prompt format 'alpaca'" actdump -m "$S" --text p.txt --prompt-format alpaca -o x.h5
+t_fails "--prompt-format unknown" 2 "^actdump: --prompt-format: 'alpaca', expected raw, chatml" actdump -m "$S" --text p.txt --prompt-format alpaca -o x.h5
 t_fails "--generate over every --jsonl row" 2 "give --jsonl with --index" actdump -m "$S" --jsonl q.jsonl --field problem --generate 5 -o 'x%d.h5'
 t_fails "--temperature -1" 2 "^actdump: --temperature: -1 is negative$" actdump -m "$S" --ids bos.ids --generate 5 --temperature -1 -o x.h5
 t_fails "--top-p 0" 2 "^actdump: --top-p: 0 outside" actdump -m "$S" --ids bos.ids --generate 5 --top-p 0 -o x.h5

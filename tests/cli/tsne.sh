@@ -95,6 +95,12 @@ t_fails "--permutations 0" 2 "^tsne: --permutations: must be 1 to 100000$" tsne 
 # bad input: one line, exit 1, no output
 printf 'a\tb\n1\t2\nnan\t3\n' >"$TMP/nan.tsv"
 t_fails_in "NaN on stdin" 1 '^tsne: <stdin>:3: column .a.: not a finite number: .nan.$' "$TMP/nan.tsv" tsne
+# a first row holding inf (or 1e999) is data, not a header (it was taken
+# for one and dropped without a word)
+for v in inf -inf 1e999; do
+	printf '0\t1\t%s\n1\t2\t3\n' "$v" >"$TMP/inf.tsv"
+	t_fails_in "$v in the first row" 1 "^tsne: <stdin>:1: column 3: not a finite number: '$v'\$" "$TMP/inf.tsv" tsne
+done
 $PY -c "
 import h5py, numpy as np, sys
 with h5py.File(sys.argv[1], 'r+') as f: f['acts/resid'][2, 17, 4] = np.nan" "$TMP/q.h5"

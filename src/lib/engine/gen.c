@@ -38,7 +38,7 @@ int prompt_fmt_parse(const char *s, ss_prompt_fmt *f, ss_err *e)
 			return 0;
 		}
 	return ss_err_status(e, SS_EXIT_USAGE,
-	                     "prompt format '%s': expected %s", s, ss_prompt_fmt_list);
+	                     "--prompt-format: '%s', expected %s", s, ss_prompt_fmt_list);
 }
 
 char *prompt_wrap(ss_prompt_fmt f, const char *text, size_t n, size_t *len, ss_err *e)

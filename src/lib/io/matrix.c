@@ -209,9 +209,13 @@ int matrix_read_tsv(FILE *in, const char *name, ss_matrix *R, ss_err *e)
 			ncol = nf;
 			int numeric = 1;
 			double v;
-			for (int i = 0; i < nf; i++)
-				numeric &= ss_parse_double(f[i], &v) == 0 || !strcmp(f[i], "nan") ||
-				            !strcmp(f[i], "NaN");
+			/* a number, finite or not (nan, inf): a data row, whose
+			 * non-finite value is then an error, not a header */
+			for (int i = 0; i < nf; i++) {
+				char *end;
+				numeric &= ss_parse_double(f[i], &v) == 0 ||
+				           (*f[i] && (strtod(f[i], &end), !*end));
+			}
 			if (!numeric) {
 				if (header(f, nf, &hdr, &ctr, &cpos, &clab) < 0) {
 					ss_err_set(e, "out of memory");
