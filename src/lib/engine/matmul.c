@@ -413,8 +413,7 @@ static int pack(ss_mm *m, ss_mm_w **wp, long N, long K, long M_hint, const ss_mm
 	long ps[2];
 	int own = plain_strides(&md, K, N, ps);
 	for (int i = 0; own && i < np; i++)
-		if (md.data_type != dnnl_f32 && !(md.data_type == dnnl_bf16 && pc[i].bf16))
-			own = 0;
+		own = md.data_type == dnnl_f32 || (md.data_type == dnnl_bf16 && pc[i].bf16);
 	for (int i = 0; own && i < np; i++)
 		plain_copy(w->data, md.data_type == dnnl_bf16, ps, K, &pc[i]);
 	for (int i = 0; !own && i < np && s == dnnl_success; i++) {

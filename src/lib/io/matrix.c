@@ -208,13 +208,11 @@ int matrix_read_tsv(FILE *in, const char *name, ss_matrix *R, ss_err *e)
 		if (ncol < 0) {
 			ncol = nf;
 			int numeric = 1;
-			double v;
-			/* a number, finite or not (nan, inf): a data row, whose
+			/* a number, finite or not (nan, inf, 1e999): a data row, whose
 			 * non-finite value is then an error, not a header */
 			for (int i = 0; i < nf; i++) {
 				char *end;
-				numeric &= ss_parse_double(f[i], &v) == 0 ||
-				           (*f[i] && (strtod(f[i], &end), !*end));
+				numeric &= *f[i] && (strtod(f[i], &end), !*end);
 			}
 			if (!numeric) {
 				if (header(f, nf, &hdr, &ctr, &cpos, &clab) < 0) {
