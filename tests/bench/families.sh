@@ -105,7 +105,8 @@ for f in ${BENCH_FAMILIES:-qwen2-0.5b ${order[@]}}; do
 	bench "$f" "$d" || exit 1
 	profile "$f" "$d"
 done
-echo "# median % of the sustained oneDNN-matmul-implied rate in each mode (of the best repetitions):"
+echo "# median % of the sustained oneDNN-matmul-implied rate in each mode (of the best repetitions), % of the"
+echo "#   OpenBLAS-sgemm-implied rate (the yardstick before oneDNN, issue 19) and the pass's own GFLOP/s:"
 printf '%s\n' "${summary[@]}"
 if [ ${#prof[@]} -gt 0 ]; then
 	echo "# where the CPU cycles of one stats-only actdump go (perf, T=$T; load $(cut -d' ' -f1-3 /proc/loadavg)):"

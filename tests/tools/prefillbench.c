@@ -13,7 +13,10 @@
  *            through mm_run with M = T, weights packed once per mode (what
  *            the engine's projections call), the two modes alternating
  *            repetition by repetition, at least 6 repetitions each (or 10 s
- *            in all) and 2 s after a warm-up;
+ *            in all) and 2 s after a warm-up, each repetition followed by
+ *            OpenBLAS's sgemm on the same shapes in f32 (the yardstick of
+ *            the engine before oneDNN, which issue 19's per-FLOP target
+ *            names);
  *   prefill  what actdump's stats-only run times, with --compute MODE:
  *            fwd_create, fwd_prefill with every statistic, fwd_free
  *            (random ids, the first 1).
@@ -21,7 +24,8 @@
  * two ref windows around it, both as sustained rates (FLOPs over the
  * window's whole time, like the prefill's own rate) and as best repetitions
  * (the stricter figure): the tokens/s that rate implies for all of the
- * pass's FLOPs.  Model FLOPs per token: 2 x the layer weights x L (a
+ * pass's FLOPs; also against sgemm's sustained rate, and the pass's own
+ * GFLOP/s (model FLOPs x tokens/s), comparable across models.  Model FLOPs per token: 2 x the layer weights x L (a
  * mixture of experts: only its active experts) plus attention (2 x 2 x
  * head_dim per visible query-key pair and head; (T+1)/2 keys per query on
  * average without a sliding window).  The bf16 mode's target (issue 17):
@@ -34,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cblas.h>
 
 #include "engine/forward.h"
 #include "engine/matmul.h"
@@ -69,23 +75,33 @@ static void pause_s(double s)
 
 typedef struct ref_bufs {
 	long T, shp[MAXP][3];   /* N, K and rows per token of the layer's products */
-	int n;
-	float *A, *C;
+	int n, threads;
+	float *A, *C, *W;       /* W: the f32 weights of OpenBLAS's sgemm (shared by the shapes) */
 	ss_mm *mm[NMODE];       /* indexed by ss_compute */
 	ss_mm_w *w[NMODE][MAXP];
 	double flop;            /* of one repetition (one mode) */
 } ref_bufs;
 
 /* One ref window: per mode, sustained and best GFLOP/s over the timed
- * repetitions (the modes alternate), printed as a line of its own. */
-static int ref_window(ref_bufs *r, double sust[NMODE], double best[NMODE], ss_err *e)
+ * repetitions (the modes alternate, then OpenBLAS's sgemm in f32 on the same
+ * shapes: index NMODE, the yardstick the engine had before oneDNN), printed
+ * as a line of its own. */
+static int ref_window(ref_bufs *r, double sust[NMODE + 1], double best[NMODE + 1], ss_err *e)
 {
-	double total[NMODE] = {0}, bt[NMODE] = {1e30, 1e30};
+	double total[NMODE + 1] = {0}, bt[NMODE + 1] = {1e30, 1e30, 1e30};
 	int reps = 0;
 	for (int rep = 0; (rep < 7 && total[0] + total[1] < 10.0) || total[0] + total[1] < 2.0; rep++) {
-		for (int md = 0; md < NMODE; md++) {
+		for (int md = 0; md <= NMODE; md++) {
 			double t0 = ss_now();
-			for (int i = 0; i < r->n; i++) {
+			if (md == NMODE) {   /* C = A W^T, as the engine's sgemm fallback calls it */
+				openblas_set_num_threads(r->threads);
+				for (int i = 0; i < r->n; i++)
+					cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(r->T * r->shp[i][2]),
+					            (int)r->shp[i][0], (int)r->shp[i][1], 1.0f, r->A, (int)r->shp[i][1], r->W,
+					            (int)r->shp[i][1], 0.0f, r->C, (int)r->shp[i][0]);
+				openblas_set_num_threads(1);
+			}
+			for (int i = 0; md < NMODE && i < r->n; i++) {
 				/* 1: oneDNN declined the shape and computed nothing; timing it would
 				 * count FLOPs never done */
 				int rc = mm_run(r->mm[md], r->w[md][i], r->T * r->shp[i][2], r->A, r->shp[i][1], r->C,
@@ -104,14 +120,14 @@ static int ref_window(ref_bufs *r, double sust[NMODE], double best[NMODE], ss_er
 		}
 		reps += rep > 0;
 	}
-	for (int md = 0; md < NMODE; md++) {
+	for (int md = 0; md <= NMODE; md++) {
 		sust[md] = r->flop * reps / total[md] / 1e9;
 		best[md] = r->flop / bt[md] / 1e9;
 	}
 	printf("ref: oneDNN matmul f32 %.1f GFLOP/s sustained, best %.1f (%s); bf16 %.1f sustained, best %.1f (%s); "
-	       "%d repetitions each (%.2f s)\n",
-	       sust[0], best[0], mm_impl(r->mm[0]), sust[1], best[1], mm_impl(r->mm[1]), reps,
-	       total[0] + total[1]);
+	       "OpenBLAS sgemm %.1f sustained, best %.1f; %d repetitions each (%.2f s)\n",
+	       sust[0], best[0], mm_impl(r->mm[0]), sust[1], best[1], mm_impl(r->mm[1]), sust[NMODE],
+	       best[NMODE], reps, total[0] + total[1] + total[NMODE]);
 	fflush(stdout);
 	return 0;
 }
@@ -163,7 +179,7 @@ int main(int argc, char **argv)
 	 * counts only the active experts: the router, then top_k expert
 	 * products per token (as one product of T * top_k rows), and a shared
 	 * expert */
-	ref_bufs r = {.T = T, .n = 2, .shp = {{q + 2 * kv, D, 1}, {D, q, 1}}};
+	ref_bufs r = {.T = T, .n = 2, .threads = (int)th, .shp = {{q + 2 * kv, D, 1}, {D, q, 1}}};
 #define SHP(N_, K_, R_) do { r.shp[r.n][0] = (N_); r.shp[r.n][1] = (K_); r.shp[r.n][2] = (R_); r.n++; } while (0)
 	if (c->n_experts) {
 		SHP(c->n_experts, D, 1);
@@ -195,8 +211,8 @@ int main(int argc, char **argv)
 		calloc((size_t)((c->n_layers + 1) * T), 4), calloc((size_t)((c->n_layers + 1) * T), 4),
 		calloc((size_t)(c->n_layers * T), 4), calloc((size_t)(c->n_layers * T), 4),
 		calloc((size_t)(c->n_layers * c->n_heads * T), 4), NULL, NULL};
-	/* per mode: sustained, best, quiet sustained, quiet best */
-	double *ratio = malloc(sizeof(double) * 4 * NMODE * (size_t)(rounds + 1));
+	/* per mode: sustained, best, quiet sustained, quiet best, of sgemm, GFLOP/s */
+	double *ratio = malloc(sizeof(double) * 6 * NMODE * (size_t)(rounds + 1));
 	if (!r.A || !r.C || !W || !ids || !st.resid_norm || !st.resid_cos0 || !st.attn_out_norm ||
 	    !st.mlp_out_norm || !st.recv || !ratio) {
 		fprintf(stderr, "prefillbench: out of memory\n");
@@ -218,7 +234,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 	}
-	free(W);
+	r.W = W;
 	unsigned long long s = 0x9e3779b97f4a7c15ull ^ (unsigned long long)T;
 	for (long i = 0; i < T; i++) {
 		s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -232,15 +248,17 @@ int main(int argc, char **argv)
 	double flop_tok = lin_tok + attn_tok;
 	printf("# prefillbench T=%ld threads=%ld: model %.1f MFLOP/token (attention %.1f)\n", T, th,
 	       flop_tok / 1e6, attn_tok / 1e6);
-	double *rs[NMODE], *rb[NMODE], *qs[NMODE], *qb[NMODE];
+	double *rs[NMODE], *rb[NMODE], *qs[NMODE], *qb[NMODE], *rg[NMODE], *gf[NMODE];
 	int nq[NMODE] = {0};
 	for (int md = 0; md < NMODE; md++) {
 		rs[md] = ratio + (4 * md + 0) * rounds;
 		rb[md] = ratio + (4 * md + 1) * rounds;
 		qs[md] = ratio + (4 * md + 2) * rounds;
 		qb[md] = ratio + (4 * md + 3) * rounds;
+		rg[md] = ratio + (4 * NMODE + 2 * md + 0) * rounds;
+		gf[md] = ratio + (4 * NMODE + 2 * md + 1) * rounds;
 	}
-	double sust0[NMODE], best0[NMODE];
+	double sust0[NMODE + 1], best0[NMODE + 1];
 	if (ref_window(&r, sust0, best0, &e) < 0) {
 		fprintf(stderr, "prefillbench: %s\n", e.msg);
 		return 1;
@@ -265,7 +283,7 @@ int main(int argc, char **argv)
 			double foreign = (b1 - b0 - own) / wall;
 			foreign = foreign < 0 ? 0 : foreign;
 			pause_s(0.3);
-			double sust1[NMODE], best1[NMODE];
+			double sust1[NMODE + 1], best1[NMODE + 1];
 			if (ref_window(&r, sust1, best1, &e) < 0) {
 				fprintf(stderr, "prefillbench: %s\n", e.msg);
 				return 1;
@@ -273,20 +291,24 @@ int main(int argc, char **argv)
 			double tok = (double)T / wall, gs = (sust0[md] + sust1[md]) / 2, gb = (best0[md] + best1[md]) / 2;
 			rs[md][k] = 100 * tok / (gs * 1e9 / flop_tok);
 			rb[md][k] = 100 * tok / (gb * 1e9 / flop_tok);
+			double gsg = (sust0[NMODE] + sust1[NMODE]) / 2;
+			rg[md][k] = 100 * tok / (gsg * 1e9 / flop_tok);
+			gf[md][k] = tok * flop_tok / 1e9;
 			if (foreign <= 0.25) {
 				qs[md][nq[md]] = rs[md][k];
 				qb[md][nq[md]++] = rb[md][k];
 			}
-			printf("round %ld %s: %.2f tok/s = %.1f%% of oneDNN-%s-implied %.1f (sustained %.1f GFLOP/s) and "
-			       "%.1f%% of %.1f (best %.1f GFLOP/s); projections %.1f GFLOP/s, attention %.1f GFLOP/s; "
+			printf("round %ld %s: %.2f tok/s (%.1f GFLOP/s) = %.1f%% of oneDNN-%s-implied %.1f (sustained %.1f GFLOP/s) and "
+			       "%.1f%% of %.1f (best %.1f GFLOP/s), %.1f%% of OpenBLAS-sgemm-implied %.1f (%.1f GFLOP/s); projections %.1f GFLOP/s, attention %.1f GFLOP/s; "
 			       "time: projections %.3f s, attention %.3f s, conversion %.3f s, rows %.3f s, paging %.3f s, "
 			       "rest %.3f s; foreign load %.2f cores%s\n",
-			       k + 1, mn, tok, rs[md][k], mn, gs * 1e9 / flop_tok, gs, rb[md][k], gb * 1e9 / flop_tok, gb,
+			       k + 1, mn, tok, gf[md][k], rs[md][k], mn, gs * 1e9 / flop_tok, gs, rb[md][k], gb * 1e9 / flop_tok,
+			       gb, rg[md][k], gsg * 1e9 / flop_tok, gsg,
 			       ft.linear_flop / ft.linear / 1e9, ft.attention_flop / ft.attention / 1e9, ft.linear,
 			       ft.attention, ft.convert, ft.rows, ft.pages, wall - fwd_times_parts(&ft), foreign,
 			       foreign > 0.25 ? "  LOADED" : "");
 			fflush(stdout);
-			for (int j = 0; j < NMODE; j++) {
+			for (int j = 0; j <= NMODE; j++) {
 				sust0[j] = sust1[j];
 				best0[j] = best1[j];
 			}
@@ -306,9 +328,10 @@ int main(int argc, char **argv)
 			}
 			double med = median(rs[md], (int)rounds), medb = median(rb[md], (int)rounds);
 			double mq = median(qs[md], nq[md]), mqb = median(qb[md], nq[md]);
+			double mg = median(rg[md], (int)rounds), mgf = median(gf[md], (int)rounds);
 			printf("%s %s median %.1f%% of sustained oneDNN-%s-implied (%.1f%% of best) over %ld rounds "
-			       "(min %.1f%%, max %.1f%%); quiet rounds %d",
-			       sep, mn, med, mn, medb, rounds, lo, hi, nq[md]);
+			       "(min %.1f%%, max %.1f%%), %.1f%% of OpenBLAS-sgemm-implied, %.1f GFLOP/s; quiet rounds %d",
+			       sep, mn, med, mn, medb, rounds, lo, hi, mg, mgf, nq[md]);
 			if (nq[md])
 				printf(": median %.1f%% (%.1f%% of best)", mq, mqb);
 			sep = ";";
@@ -317,6 +340,7 @@ int main(int argc, char **argv)
 	}
 	free(r.A);
 	free(r.C);
+	free(r.W);
 	for (int md = 0; md < NMODE; md++) {
 		for (int i = 0; i < r.n; i++)
 			mm_w_free(r.w[md][i]);
