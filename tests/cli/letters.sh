@@ -39,6 +39,21 @@ done
 printf 'tsne:\n  threads: 0\n' >t0.yaml
 t_fails "threads: 0 in a config file" 2 "^tsne: --threads: 0 out of range" tsne --config t0.yaml no.h5:/acts/resid
 t_fails "-t x: names --threads" 2 "^tsne: --threads: expected an integer, got 'x'$" tsne -t x no.h5:/acts/resid
+# an integer too large for its type (strtol's ERANGE) is out of range,
+# with the range, not "expected an integer"; --threads gives its own range
+big=99999999999999999999
+for p in actdump kvevict; do
+	t_fails "$p -t $big: out of range" 2 "^$p: --threads: $big out of range 1-1024$" $p -m nomodel -t $big --ids noids
+done
+t_fails "tsne -t -$big: out of range" 2 "^tsne: --threads: -$big out of range 1-1024$" tsne -t -$big no.h5:/acts/resid
+t_fails "sinklevels --top $big: out of range" 2 \
+	"^sinklevels: --top: $big out of range -9223372036854775808 to 9223372036854775807$" sinklevels --top $big no.tsv
+t_fails "tsne --iter -$big: out of range" 2 \
+	"^tsne: --iter: -$big out of range -9223372036854775808 to 9223372036854775807$" tsne --iter -$big no.h5:/acts/resid
+t_fails "sinkplant --seed $big: out of range" 2 "^sinkplant: --seed: $big out of range " sinkplant --seed $big -o o.h5
+printf 'sinklevels:\n  top: %s\n' $big >big.yaml
+t_fails "top: $big in a config file: out of range, file and line" 1 \
+	"^sinklevels: big\.yaml:2: sinklevels: top: $big out of range " sinklevels --config big.yaml no.tsv
 t_ok "-t 1024 is accepted (fails later, at the missing input)" sh -c 'tsne -t 1024 --layer 1 no.h5:/acts/resid 2>/dev/null; test $? -eq 1'
 # the default: every CPU, the same in every program that has threads
 t_eq "every --threads defaults to all processors" "" \

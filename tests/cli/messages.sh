@@ -32,6 +32,16 @@ mkdir -p adir
 t_fails "sinkdetect on a directory: says so" 1 '^sinkdetect: adir: is a directory, expected an HDF5 file$' sinkdetect adir
 t_fails "tsne on a directory: says so" 1 'adir: is a directory, expected an HDF5 file' tsne --layer 1 adir:/acts/resid
 t_fails "--config a directory: says so" 1 '^sinkdetect: adir: is a directory, expected a YAML file$' sinkdetect --config adir p.h5
+# a key twice in one YAML mapping: an error naming file, line and key,
+# never the last one silently winning (libyaml keeps both)
+printf 'sinkdetect:\n  tau-cos: 0.9\n  min-lifetime: 2\n  tau-cos: 0.5\n' >dup.yaml
+t_fails "--config: a key twice in a section" 1 "^sinkdetect: dup\.yaml: line 4: duplicate key 'tau-cos' \(first at line 2\)$" \
+	sinkdetect --config dup.yaml p.h5
+printf 'sinkdetect:\n  tau-cos: 0.9\nsinklevels:\n  top: 2\nsinkdetect:\n  tau-cos: 0.5\n' >dupsec.yaml
+t_fails "--config: a program's section twice" 1 "^sinkdetect: dupsec\.yaml: line 5: duplicate key 'sinkdetect' \(first at line 1\)$" \
+	sinkdetect --config dupsec.yaml p.h5
+t_fails "--config: another program's section twice (a pipeline's file)" 1 "^sinklevels: dupsec\.yaml: line 5: duplicate key" \
+	sinklevels --config dupsec.yaml eps.tsv
 T_OUT=$TMP/org t_fails "mkorganism on a directory spec: says so" 1 '^mkorganism: adir: is a directory, expected a YAML spec' \
 	mkorganism -o org adir
 t_done

@@ -20,6 +20,13 @@ t_fails "two specs are a usage error" 2 "at most one SPEC" "$P" -o "$TMP/x" a b
 T_OUT=$TMP/o1 t_fails "missing spec file" 1 "^mkorganism: $TMP/nope.yaml: No such file" "$P" -o "$TMP/o1" "$TMP/nope.yaml"
 printf 'sinks: [\n' >"$TMP/bad.yaml"
 T_OUT=$TMP/o1 t_fails "YAML syntax error names the line" 1 "bad.yaml:[0-9]+: " "$P" -o "$TMP/o1" "$TMP/bad.yaml"
+spec dupk "${good}
+  start_layer: 8"
+T_OUT=$TMP/o1 t_fails "a key twice (the last one won)" 1 "^mkorganism: $TMP/dupk\.yaml: line 11: duplicate key 'start_layer' \(first at line 5\)$" \
+	"$P" -o "$TMP/o1" "$TMP/dupk.yaml"
+spec dupn "${good/law: \{slope: 4,/law: {slope: 4, slope: 5,}"
+T_OUT=$TMP/o1 t_fails "a key twice in a flow mapping" 1 "dupn\.yaml: line 7: duplicate key 'slope' \(first at line 7\)$" \
+	"$P" -o "$TMP/o1" "$TMP/dupn.yaml"
 spec unk "${good}
   colour: red"
 T_OUT=$TMP/o1 t_fails "unknown key" 1 "unk.yaml:sinks.colour: unknown key" "$P" -o "$TMP/o1" "$TMP/unk.yaml"

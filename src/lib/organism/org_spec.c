@@ -511,7 +511,9 @@ int org_spec_load(org_spec *s, const char *path, ss_err *e)
 	} else {
 		yaml_node_t *root = yaml_document_get_root_node(&d);
 		yctx y = {&d, path, e};
-		if (!root)
+		if (ss_yaml_dup_keys(&d, path, e))
+			; /* rc stays -1 */
+		else if (!root)
 			ss_err_set(e, "%s: empty spec", path);
 		else
 			rc = parse(s, &y, root);

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,11 @@ int ss_parse_long(const char *s, long *v)
 	char *end;
 	errno = 0;
 	long x = strtol(s, &end, 10);
-	if (errno || *end)
+	if (end == s || *end)
+		return -1;
+	if (errno == ERANGE)
+		return -2; /* a whole integer, too large for a long */
+	if (errno)
 		return -1;
 	*v = x;
 	return 0;
@@ -218,10 +223,20 @@ static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_fi
 		else
 			return ss_err_status(e, st, "%s: expected true or false, got '%s'", who, val);
 		break;
-	case SS_OPT_INT:
-		if (ss_parse_long(val, (long *)o->dst))
+	case SS_OPT_INT: {
+		int r = ss_parse_long(val, (long *)o->dst);
+		/* --threads has one range suite-wide (ss_opt_threads); other
+		 * options check theirs after parsing, so an overflow names the
+		 * range of the type */
+		if (r == -2 && !strcmp(o->name, "threads"))
+			return ss_err_status(e, st, "%s: %s out of range 1-%d", who, val, SS_THREADS_MAX);
+		if (r == -2)
+			return ss_err_status(e, st, "%s: %s out of range %ld to %ld", who, val, LONG_MIN,
+			                     LONG_MAX);
+		if (r)
 			return ss_err_status(e, st, "%s: expected an integer, got '%s'", who, val);
 		break;
+	}
 	case SS_OPT_DOUBLE:
 		if (ss_parse_double(val, (double *)o->dst))
 			return ss_err_status(e, st, "%s: expected a finite number, got '%s'", who, val);
@@ -245,6 +260,34 @@ static int store(const ss_prog *p, const ss_opt *o, const char *val, int from_fi
 	if (o->seen)
 		*o->seen = 1;
 	(void)p;
+	return 0;
+}
+
+int ss_yaml_dup_keys(const void *doc, const char *path, ss_err *e)
+{
+	/* libyaml keeps every pair of a mapping, so a repeated key would let
+	 * the last one win without a word; every mapping of the document is a
+	 * node of d->nodes, so one pass over them sees nested ones too */
+	const yaml_document_t *d = doc;
+	for (yaml_node_t *n = d->nodes.start; n && n < d->nodes.top; n++) {
+		if (n->type != YAML_MAPPING_NODE)
+			continue;
+		yaml_node_pair_t *p0 = n->data.mapping.pairs.start, *top = n->data.mapping.pairs.top;
+		for (yaml_node_pair_t *a = p0; a < top; a++) {
+			yaml_node_t *ka = yaml_document_get_node((yaml_document_t *)d, a->key);
+			if (!ka || ka->type != YAML_SCALAR_NODE)
+				continue;
+			for (yaml_node_pair_t *b = p0; b < a; b++) {
+				yaml_node_t *kb = yaml_document_get_node((yaml_document_t *)d, b->key);
+				if (kb && kb->type == YAML_SCALAR_NODE &&
+				    kb->data.scalar.length == ka->data.scalar.length &&
+				    !memcmp(kb->data.scalar.value, ka->data.scalar.value, ka->data.scalar.length))
+					return ss_err_set(e, "%s: line %zu: duplicate key '%s' (first at line %zu)", path,
+					                  ka->start_mark.line + 1, (const char *)ka->data.scalar.value,
+					                  kb->start_mark.line + 1);
+			}
+		}
+	}
 	return 0;
 }
 
@@ -272,6 +315,8 @@ static int load_config(const ss_prog *p, const char *path, ss_err *e)
 		fclose(f);
 		return -1;
 	}
+	if (ss_yaml_dup_keys(&doc, path, e))
+		goto done;
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	if (!root) { /* empty file: nothing to apply */
 		rc = 0;

@@ -78,6 +78,12 @@ char *ss_command_line(int argc, char **argv, ss_err *e);
 	{"threads", 't', SS_OPT_INT, &(var), "N", "threads, 1-1024 (default: all processors)", NULL}
 int ss_opt_threads(long *threads, ss_err *e);
 
+/* A YAML document (a yaml_document_t *, loaded by yaml_parser_load) with
+ * a key twice in one mapping, at any depth, is an error naming the file, the
+ * line and the key, status SS_EXIT_FAIL: "exp.yaml: line 7: duplicate key
+ * 'layers' (first at line 3)".  Every YAML reader calls it after loading. */
+int ss_yaml_dup_keys(const void *doc, const char *path, ss_err *e);
+
 /* Free strings the config file contributed (optional, for leak checkers). */
 void ss_opt_free(void);
 
@@ -107,7 +113,9 @@ int ss_parse_size(const char *s, double *v);
  * "1.5 MiB", "2.35 GiB" (three significant digits; binary units).  Returns
  * buf. */
 char *ss_format_size(double bytes, char *buf, size_t n);
-/* Strict number parsing: whole string, finite. */
+/* Strict number parsing: whole string, finite.  0 on success, -1 when
+ * malformed; ss_parse_long returns -2 for a whole integer too large for a
+ * long (ERANGE), so callers can say "out of range". */
 int ss_parse_long(const char *s, long *v);
 int ss_parse_double(const char *s, double *v);
 
