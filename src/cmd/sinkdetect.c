@@ -132,9 +132,17 @@ int main(int argc, char **argv)
 	const char *outs[1] = {out_h5}, *names[1] = {"-o"};
 	if (ss_out_check(outs, names, 1, &e) < 0)
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
-	if (out_h5 && (nin > 1 || !strcmp(out_h5, "-"))) {
-		ss_err_status(&e, SS_EXIT_USAGE, nin > 1 ? "-o takes exactly one input trace"
-		                                         : "-o -: stdout carries the table; name a file");
+	/* the table always goes to stdout: -o naming stdout in any spelling
+	 * (/dev/stdout, /dev/fd/1, the file stdout is redirected to) would mix
+	 * HDF5 into it */
+	if (out_h5 && (nin > 1 || ss_out_is_stdout(out_h5))) {
+		if (nin > 1)
+			ss_err_status(&e, SS_EXIT_USAGE, "-o takes exactly one input trace");
+		else if (!strcmp(out_h5, "-"))
+			ss_err_status(&e, SS_EXIT_USAGE, "-o -: stdout carries the table; name a file");
+		else
+			ss_err_status(&e, SS_EXIT_USAGE, "-o %s: is stdout, which carries the table; name a file",
+			              out_h5);
 		return ss_opt_exit(&prog, SS_OPT_ERR, &e);
 	}
 	/* The whole table is built in memory and written only when every input

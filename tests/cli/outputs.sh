@@ -188,6 +188,27 @@ twice '^kvevict: --masks: the same file as -o \(stdout\)$' "kvevict --masks - (t
 twice '^sinkplant: --truth: the same file as -o \(o\.x\)$' "sinkplant -o X --truth ../DIR/X: exit 2" \
 	sinkplant -o o.x --truth "../two/o.x"
 twice '^sinkplant: --truth: the same file as -o \(stdout\)$' "sinkplant -o - --truth -: exit 2" sinkplant -o - --truth -
+# -o naming stdout by another name (/dev/stdout, /dev/fd/1,
+# /proc/self/fd/1, the file stdout is redirected to) where a table goes
+# to stdout: the same usage error (sinkdetect wrote HDF5 into its table)
+for o in /dev/stdout /dev/fd/1 /proc/self/fd/1 out; do
+	twice "^sinkdetect: -o $o: is stdout, which carries the table; name a file$" \
+		"sinkdetect -o $o (the table on stdout): exit 2" sinkdetect -o $o none.h5
+done
+twice '^kvevict: --masks: /dev/stdout is stdout, the same file as -o \(stdout\)$' \
+	"kvevict --masks /dev/stdout (the totals on stdout): exit 2" kvevict -m none --ids none --masks /dev/stdout
+twice '^kvevict: --per-layer: /dev/fd/1 is stdout, the same file as -o \(/proc/self/fd/1\)$' \
+	"kvevict -o /proc/self/fd/1 --per-layer /dev/fd/1: exit 2" kvevict -m none --ids none -o /proc/self/fd/1 --per-layer /dev/fd/1
+twice '^actdump: --text-out: /dev/stdout is stdout, the same file as -o \(stdout\)$' \
+	"actdump --text-out /dev/stdout (HDF5 on stdout too): exit 2" actdump -m none --text none.txt --generate 3 --text-out /dev/stdout
+twice '^sinkplant: --truth: /dev/stdout is stdout, the same file as -o \(stdout\)$' \
+	"sinkplant -o - --truth /dev/stdout: exit 2" sinkplant -o - --truth /dev/stdout
+# ... and legal where nothing else goes to stdout: a pipe to the next program
+sinkplant --n-layers 4 --tokens 32 --heads 2 --levels 2:2 --per-level 3 --distractors 1 -o /dev/stdout 2>err | cat >piped.h5
+rcs="${PIPESTATUS[*]}"
+if [ "$rcs" = "0 0" ] && sinkdetect piped.h5 >piped.tsv 2>>err; then t_pass "sinkplant -o /dev/stdout | cat: a trace sinkdetect reads"
+else t_fail "sinkplant -o /dev/stdout | cat: a trace sinkdetect reads" "exit $rcs" "$(cat err)"; fi
+rm -f piped.h5 piped.tsv err
 # an empty path (an unset shell variable): a usage error naming the
 # option, before any input is read (it ran to the end, then 'cannot rename')
 twice '^actdump: -o: an empty path' "actdump -o '': exit 2" actdump -m none --text none.txt -o ''

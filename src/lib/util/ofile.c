@@ -214,13 +214,30 @@ int ss_out_resolve(const char *path, ss_out_kind *kind, char **real, ss_err *e)
 	return 0;
 }
 
+int ss_out_is_stdout(const char *path)
+{
+	if (!path)
+		return 0;
+	if (!strcmp(path, "-"))
+		return 1;
+	/* stat follows /dev/stdout -> /proc/self/fd/1 -> pipe:[N] to the open
+	 * file itself, which no readlink chain names; /dev/null takes any
+	 * number of writers unharmed */
+	struct stat a, b, nul;
+	if (!*path || stat(path, &a) != 0 || fstat(1, &b) != 0)
+		return 0;
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return 0;
+	return !(S_ISCHR(a.st_mode) && stat("/dev/null", &nul) == 0 && nul.st_rdev == a.st_rdev);
+}
+
 /* The identity of an output path: its device and inode when it exists,
  * else the canonical path of its folder and its name.  *key is malloc'd
  * ("" for stdout). */
 static int out_key(const char *path, char **key, ss_err *e)
 {
 	*key = NULL;
-	if (!strcmp(path, "-"))
+	if (ss_out_is_stdout(path)) /* "-", /dev/stdout, /dev/fd/1, a file that is fd 1 */
 		return (*key = strdup("")) ? 0 : ss_err_set(e, "%s: out of memory", path);
 	char *real;
 	if (ss_path_follow(path, &real, e))
@@ -270,6 +287,10 @@ int ss_out_check(const char *const *paths, const char *const *names, int n, ss_e
 			if (key[j] && !strcmp(key[i], key[j])) {
 				rc = ss_err_status(e, SS_EXIT_USAGE, "%s: the same file as %s (%s)", names[i],
 				                   names[j], strcmp(paths[j], "-") ? paths[j] : "stdout");
+				if (!*key[i] && strcmp(paths[i], "-")) /* say why /dev/stdout is stdout */
+					ss_err_status(e, SS_EXIT_USAGE, "%s: %s is stdout, the same file as %s (%s)",
+					              names[i], paths[i], names[j],
+					              strcmp(paths[j], "-") ? paths[j] : "stdout");
 				break;
 			}
 	}

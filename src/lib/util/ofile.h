@@ -72,8 +72,15 @@ int ss_out_resolve(const char *path, ss_out_kind *kind, char **real, ss_err *e);
  * option names[i] ("-o", "--text-out"), a pair that is the same file --
  * both "-", or one file through different spellings (./x, a symlink, a
  * hard link, a dangling link and its future target) -- is a usage error
- * naming both options: "--text-out: the same file as -o (x.h5)". */
+ * naming both options: "--text-out: the same file as -o (x.h5)";
+ * a path that is stdout counts as "-" (see ss_out_is_stdout). */
 int ss_out_check(const char *const *paths, const char *const *names, int n, ss_err *e);
+/* 1 when the output path is stdout: "-", or a name of the file open on
+ * descriptor 1 (/dev/stdout, /dev/fd/1, /proc/self/fd/1, the file stdout
+ * is redirected to), /dev/null excepted.  ss_out_check counts such a path
+ * as "-"; a program whose table goes to stdout refuses it for its other
+ * outputs. */
+int ss_out_is_stdout(const char *path);
 /* Open a SS_OUT_STREAM path for writing (a socket is connected to). */
 int ss_out_stream_open(const char *path, int *fd, ss_err *e);
 /* write(2) all of b, retrying on EINTR; errors name `name`. */
