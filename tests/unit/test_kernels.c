@@ -493,6 +493,40 @@ static void test_paths(void **st)
 	}
 }
 
+/* silu and both GELU forms: the AVX-512 sections do the AVX2 sections'
+ * operations on 16 lanes, so on a level above AVX2 every value equals the
+ * AVX2 path's bit for bit (inputs over the exp clamps, tiny, signed zeros) */
+static void test_act_paths(void **st)
+{
+	ss_isa lv = ss_cpu_isa();
+	if (lv <= SS_ISA_AVX2) {
+		skip();
+		return;
+	}
+	enum { N = 1037 };
+	static float x[N], y[N], a[4][N], b[4][N];
+	unsigned r = 4242;
+	for (int i = 0; i < N; i++) {
+		float v = (float)((r = r * 1103515245u + 12345u) >> 8) / (float)(1u << 24);
+		x[i] = i % 7 == 0 ? (v - 0.5f) * 400 : i % 7 == 1 ? (v - 0.5f) * 1e-6f : (v - 0.5f) * 24;
+		y[i] = (float)((r = r * 1103515245u + 12345u) >> 8) / (float)(1u << 24) * 2 - 1;
+	}
+	x[3] = -0.0f, x[5] = 0.0f, x[8] = 88.5f, x[9] = -88.5f;
+	ss_err e = {0};
+	for (int pass = 0; pass < 2; pass++) {
+		float (*o)[N] = pass ? b : a;
+		assert_int_equal(ss_cpu_force(pass ? SS_ISA_AVX2 : lv, &e), 0);
+		for (int k = 0; k < 4; k++)
+			memcpy(o[k], x, sizeof x);
+		k_silu_mul(o[0], y, N);
+		k_gelu_mul(o[1], y, N, 1);
+		k_gelu_mul(o[2], NULL, N, 0);
+		k_gelu_mul(o[3], y, N, 0);
+	}
+	assert_int_equal(ss_cpu_force(lv, &e), 0);
+	assert_memory_equal(a, b, sizeof a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_rmsnorm),   cmocka_unit_test(test_rope),
 		cmocka_unit_test(test_rope_llama3), cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_silu),      cmocka_unit_test(test_dtypes),
+		cmocka_unit_test(test_act_paths),
 		cmocka_unit_test(test_attention), cmocka_unit_test(test_attention_bf16),
 		cmocka_unit_test(test_attention_memory),
 	};

@@ -97,6 +97,23 @@ static inline __m512 exp16_neg(__m512 x)
 	return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
 }
 
+/* exp8 on 16 floats, each lane rounding as exp8's */
+static inline __m512 exp16(__m512 x)
+{
+	const __m512 hi = _mm512_set1_ps(88.3762626647949f), lo = _mm512_set1_ps(-87.3365447504f);
+	x = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+	                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+	__m512 p = exp_poly16(r);
+	__m512i ni = _mm512_cvtps_epi32(n);
+	__m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+	__m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, _mm512_set1_epi32(127)), 23));
+	__m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, _mm512_set1_epi32(127)), 23));
+	return _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
+}
+
 /* the first n (< 16) lanes */
 static inline __mmask16 tailmask(long n)
 {
@@ -236,6 +253,14 @@ static void KS(scale)(float *x, long n, float s)
 static void KS(silu_mul)(float *g, const float *u, long n)
 {
 	long i = 0;
+#ifdef __AVX512F__   /* the AVX2 section's operations, 16 lanes: the same values */
+	const __m512 one16 = _mm512_set1_ps(1.0f), zero16 = _mm512_setzero_ps();
+	for (; i + 16 <= n; i += 16) {
+		__m512 z = _mm512_loadu_ps(g + i);
+		__m512 d = _mm512_add_ps(one16, exp16(_mm512_sub_ps(zero16, z)));
+		_mm512_storeu_ps(g + i, _mm512_mul_ps(_mm512_div_ps(z, d), _mm512_loadu_ps(u + i)));
+	}
+#endif
 #ifdef __AVX2__
 	const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
 	for (; i + 8 <= n; i += 8) {
@@ -271,6 +296,34 @@ static float erf_as(float y)
 static void KS(gelu_mul)(float *g, const float *u, long n, int tanh_form)
 {
 	long i = 0;
+#ifdef __AVX512F__   /* the AVX2 section's operations, 16 lanes: the same values */
+	const __m512 one16 = _mm512_set1_ps(1.0f), half16 = _mm512_set1_ps(0.5f);
+	const __m512 sign16 = _mm512_set1_ps(-0.0f);
+	for (; i + 16 <= n; i += 16) {
+		__m512 z = _mm512_loadu_ps(g + i), r;
+		if (tanh_form) {
+			__m512 z3 = _mm512_mul_ps(_mm512_mul_ps(z, z), z);
+			__m512 v = _mm512_mul_ps(_mm512_set1_ps(-2.0f * GELU_C),
+			                         _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), z3, z));
+			r = _mm512_div_ps(z, _mm512_add_ps(one16, exp16(v)));
+		} else {
+			__m512 y = _mm512_mul_ps(z, _mm512_set1_ps(0.70710678118654752f));
+			__m512 a = _mm512_andnot_ps(sign16, y);
+			__m512 t = _mm512_div_ps(one16, _mm512_fmadd_ps(_mm512_set1_ps(AS_P), a, one16));
+			__m512 p = _mm512_fmadd_ps(_mm512_set1_ps(AS_A5), t, _mm512_set1_ps(AS_A4));
+			p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(AS_A3));
+			p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(AS_A2));
+			p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(AS_A1));
+			p = _mm512_mul_ps(p, t);
+			__m512 er = _mm512_fnmadd_ps(p, exp16(_mm512_xor_ps(sign16, _mm512_mul_ps(a, a))), one16);
+			er = _mm512_or_ps(er, _mm512_and_ps(sign16, y));   /* erf is odd */
+			r = _mm512_mul_ps(_mm512_mul_ps(half16, z), _mm512_add_ps(one16, er));
+		}
+		if (u)
+			r = _mm512_mul_ps(r, _mm512_loadu_ps(u + i));
+		_mm512_storeu_ps(g + i, r);
+	}
+#endif
 #ifdef __AVX2__
 	const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
 	const __m256 sign = _mm256_set1_ps(-0.0f);
