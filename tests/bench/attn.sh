@@ -40,7 +40,7 @@ ren="$ren -Dattn_set_layer=old_attn_set_layer -Dattn_run_sel=old_attn_run_sel"
 cc -std=c11 -D_GNU_SOURCE -O2 -march=x86-64-v3 $ren -I"$SS_ROOT/src/lib" -I"$SS_ROOT/src/lib/engine" -I"$SS_ROOT/src/lib/util" $(pkg-config --cflags openblas) \
 	-c "$O/attention.c" -o "$O/attention.o" || exit 1
 cc -o "$O/attnbench" "$SS_BUILD/tools/attnbench.o" "$O/attention.o" "$SS_BUILD/libsinkscope.a" \
-	$(pkg-config --libs openblas) -lm -pthread || exit 1
+	$(pkg-config --libs openblas) -ldnnl -lgomp -lm -pthread || exit 1
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
 hz=$(getconf CLK_TCK)
