@@ -119,6 +119,12 @@ int probe_run(ss_dec *d, const ss_trace *tr, long layer, const float *x, const f
 			goto done;
 		for (long a = 0; a < n_alpha; a++) {
 			float *r = y + (size_t)(1 + i * n_alpha + a) * D;
+			/* the mean itself (alpha 0, or a component of variance 0): its
+			 * response is 0 exactly, not the few ulps by which a GEMM's
+			 * rows of one input may differ (OpenBLAS's Haswell sgemm: cos_u
+			 * 0.12 of noise where numpy's is 0) */
+			if (!memcmp(in + (size_t)(1 + i * n_alpha + a) * D, in, (size_t)D * sizeof *in))
+				memcpy(r, y, (size_t)D * sizeof *r);
 			c->gain[a] = ybase > 0 ? normf(r, D) / ybase : 0;
 			for (long q = 0; q < D; q++) /* the response: MLP(point) - MLP(mean) */
 				r[q] -= y[q];
