@@ -212,35 +212,62 @@ t_eq "mistral-f32-sh: two runs with --threads 2 are bit-identical; phi3-f32 --ac
 #    against the GEO reference gave 1.64x .. 2.0x at the least, a margin
 #    too thin to be a check.  The f32 mode keeps its 1e-4 above; the HDF5
 #    records the mode (root attribute compute).
-TOLB=1.2e-2 RATIO=2
+#    Where oneDNN has no bf16 matmul the products run as sgemm on inputs
+#    rounded to bf16 (below): those runs are held to RATIO_EMU.
+TOLB=1.2e-2 RATIO=2 RATIO_EMU=1.5
+emu_warn='^warning: --compute bf16: oneDNN has no bf16 matmul for this CPU'
+ratio_of() { if grep -q "$emu_warn" "$1"; then echo $RATIO_EMU; else echo $RATIO; fi; }   # ERRFILE
 : >"$TMP/bpairs"; : >"$TMP/batch2"
 for v in "${variants[@]}"; do
 	if SINKSCOPE_ATTN_TILE=$GEO actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.b.h5" --acts resid,attn_out,mlp_out \
 		--compute bf16 2>"$TMP/err"; then
-		echo "$v $TMP/$v.b.h5 $TMP/$v.h5 $TMP/$v.refb.h5" >>"$TMP/bpairs"
+		echo "$v $TMP/$v.b.h5 $TMP/$v.h5 $TMP/$v.refb.h5 $(ratio_of "$TMP/err")" >>"$TMP/bpairs"
 	else t_fail "$v: actdump --compute bf16 ran" "$(head -3 "$TMP/err")"; fi
 done
 for v in $GEO2_VARIANTS; do
 	echo "$M/$v $TMP/ids $TMP/$v.refb2.h5 bf16:$GEO2" >>"$TMP/batch2"
 	if SINKSCOPE_ATTN_TILE=$GEO2 actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.b2.h5" --acts resid,attn_out,mlp_out \
 		--compute bf16 2>"$TMP/err"; then
-		echo "$v(tiles $GEO2) $TMP/$v.b2.h5 $TMP/$v.h5 $TMP/$v.refb2.h5" >>"$TMP/bpairs"
+		echo "$v(tiles $GEO2) $TMP/$v.b2.h5 $TMP/$v.h5 $TMP/$v.refb2.h5 $(ratio_of "$TMP/err")" >>"$TMP/bpairs"
 	else t_fail "$v: SINKSCOPE_ATTN_TILE=$GEO2 actdump --compute bf16 ran" "$(head -3 "$TMP/err")"; fi
 done
+# The bf16 mode where oneDNN has no bf16 matmul (a CPU without AVX512_BF16
+# or AMX): sgemm on inputs and weights rounded to bf16, against the same
+# reference.  On such a CPU every run above is that path; on this one
+# oneDNN is capped at AVX2 (ONEDNN_MAX_CPU_ISA) and the kernels too, for a
+# bf16, an f32 and an f16 model (their weights rounded in the layer
+# buffer).  Measured with oneDNN and the kernels capped at AVX2 on all 17
+# variants: at most 5.2e-3, at least 1.86x closer than the f32 run
+# (mlp_out_norm of qwen3-bf16-tied, also the least natively, 2.3x; the
+# next 3.1x), so RATIO_EMU = 1.5; the engine before (sgemm on the f32
+# inputs, a "refused" warning) gave 0.85x .. 1.03x on these three.
+EMU_VARIANTS="qwen2-bf16-sh llama-f32 linrope-f16"
+if grep -q "$emu_warn" "$TMP/err"; then
+	t_pass "bf16 mode: this CPU's oneDNN has no bf16 matmul, so every bf16 run above was the sgemm path"
+else
+	for v in $EMU_VARIANTS; do
+		if ONEDNN_MAX_CPU_ISA=AVX2 SINKSCOPE_ISA=avx2 SINKSCOPE_ATTN_TILE=$GEO actdump -m "$M/$v" --ids "$TMP/ids" \
+			-o "$TMP/$v.e.h5" --acts resid,attn_out,mlp_out --compute bf16 2>"$TMP/err-e"; then
+			echo "$v(oneDNN capped at AVX2) $TMP/$v.e.h5 $TMP/$v.h5 $TMP/$v.refb.h5 $RATIO_EMU" >>"$TMP/bpairs"
+			t_eq "$v --compute bf16, oneDNN capped at AVX2: one warning line saying so" 1 \
+				"$(grep -c "$emu_warn" "$TMP/err-e")"
+		else t_fail "$v: actdump --compute bf16 with oneDNN capped at AVX2 ran" "$(head -3 "$TMP/err-e")"; fi
+	done
+fi
 t_ok "reference bf16 mode at tiles $GEO2 on $GEO2_VARIANTS" $PY "$REF/hf_ref.py" --batch "$TMP/batch2"
 err=$(SINKSCOPE_ATTN_TILE=32,40 actdump -m "$M/llama-f32" --ids "$TMP/ids" -o "$TMP/bad.h5" 2>&1); rc=$?
 t_eq "SINKSCOPE_ATTN_TILE with a key tile not a multiple of 16: exit 1, one line" \
 	"1 1 SINKSCOPE_ATTN_TILE '32,40'" "$rc $(echo "$err" | wc -l) $(echo "$err" | grep -o "SINKSCOPE_ATTN_TILE '32,40'")"
 while IFS=$'\t' read -r st what det; do
 	if [ "$st" = ok ]; then t_pass "$what ($det)"; else t_fail "$what" "$det"; fi
-done < <($PY - "$TMP/bpairs" $TOLB $RATIO <<'PYEOF' 2>&1 | sed '/\t/!s/^/not ok\tbf16 comparison\t/'
+done < <($PY - "$TMP/bpairs" $TOLB <<'PYEOF' 2>&1 | sed '/\t/!s/^/not ok\tbf16 comparison\t/'
 import sys, h5py, numpy as np
-tol, ratio = float(sys.argv[2]), float(sys.argv[3])
+tol = float(sys.argv[2])
 KEYS = ("acts/resid", "acts/attn_out", "acts/mlp_out", "stats/resid_norm", "stats/resid_cos0",
         "stats/recv", "stats/attn_out_norm", "stats/mlp_out_norm")
 for line in open(sys.argv[1]):
-    v, b, f, r = line.rsplit(None, 3)
-    b, f, r = h5py.File(b), h5py.File(f), h5py.File(r)
+    v, b, f, r, ratio = line.rsplit(None, 4)
+    b, f, r, ratio = h5py.File(b), h5py.File(f), h5py.File(r), float(ratio)
     modes = (b.attrs["compute"], f.attrs["compute"])
     modes = tuple(m.decode() if isinstance(m, bytes) else str(m) for m in modes)
     print("%s\t%s: root attribute compute of the two runs\t%s" %

@@ -112,22 +112,39 @@ done < <($PY "$REF/cmp_h5.py" --pairs "$TMP/pairs" 2>&1 | sed '/\t/!s/^/not ok\t
 # gpt2-f32-untied; 14 of 18 variants above 2.4x).  Against the reference
 # that rounds the normalised A instead (bf16A) the least ratios were 0.48x
 # .. 0.77x.
-TOLB=5e-2 RATIO=1.5
+# Where oneDNN has no bf16 matmul (a CPU without AVX512_BF16 or AMX) the
+# products run as sgemm on inputs and weights rounded to bf16: measured with
+# oneDNN and the kernels capped at AVX2 on all 18 variants, at most 2.7e-2
+# and at least 1.49x closer (recv of gemma3-bf16-types; then 1.73x), so
+# those runs are held to RATIO_EMU = 1.25; here two variants run so capped.
+TOLB=5e-2 RATIO=1.5 RATIO_EMU=1.25
+emu_warn='^warning: --compute bf16: oneDNN has no bf16 matmul for this CPU'
 : >"$TMP/bpairs"
 for v in "${variants[@]}"; do
 	if SINKSCOPE_ATTN_TILE=$GEO actdump -m "$M/$v" --ids "$TMP/ids" -o "$TMP/$v.b.h5" --acts resid,attn_out,mlp_out \
 		--compute bf16 2>"$TMP/err"; then
-		echo "$v $TMP/$v.b.h5 $TMP/$v.h5 $TMP/$v.refb.h5" >>"$TMP/bpairs"   # $v.h5: the f32 run above
+		q=$RATIO; grep -q "$emu_warn" "$TMP/err" && q=$RATIO_EMU
+		echo "$v $TMP/$v.b.h5 $TMP/$v.h5 $TMP/$v.refb.h5 $q" >>"$TMP/bpairs"   # $v.h5: the f32 run above
 	else t_fail "$v: actdump --compute bf16 ran" "$(head -3 "$TMP/err")"; fi
 done
+if ! grep -q "$emu_warn" "$TMP/err"; then
+	for v in gpt2-f32 mixtral-bf16-sh; do
+		if ONEDNN_MAX_CPU_ISA=AVX2 SINKSCOPE_ISA=avx2 SINKSCOPE_ATTN_TILE=$GEO actdump -m "$M/$v" --ids "$TMP/ids" \
+			-o "$TMP/$v.e.h5" --acts resid,attn_out,mlp_out --compute bf16 2>"$TMP/err-e"; then
+			echo "$v(oneDNN capped at AVX2) $TMP/$v.e.h5 $TMP/$v.h5 $TMP/$v.refb.h5 $RATIO_EMU" >>"$TMP/bpairs"
+			t_eq "$v --compute bf16, oneDNN capped at AVX2: one warning line saying so" 1 \
+				"$(grep -c "$emu_warn" "$TMP/err-e")"
+		else t_fail "$v: actdump --compute bf16 with oneDNN capped at AVX2 ran" "$(head -3 "$TMP/err-e")"; fi
+	done
+fi
 while IFS=$'\t' read -r st what det; do
 	if [ "$st" = ok ]; then t_pass "$what ($det)"; else t_fail "$what" "$det"; fi
-done < <($PY - "$TMP/bpairs" $TOLB $RATIO <<'PYEOF' 2>&1 | sed '/\t/!s/^/not ok\tbf16 comparison\t/'
+done < <($PY - "$TMP/bpairs" $TOLB <<'PYEOF' 2>&1 | sed '/\t/!s/^/not ok\tbf16 comparison\t/'
 import sys, h5py, numpy as np
-tol, ratio = float(sys.argv[2]), float(sys.argv[3])
+tol = float(sys.argv[2])
 for line in open(sys.argv[1]):
-    v, b, f, r = line.rsplit(None, 3)
-    b, f, r = h5py.File(b), h5py.File(f), h5py.File(r)
+    v, b, f, r, ratio = line.rsplit(None, 4)
+    b, f, r, ratio = h5py.File(b), h5py.File(f), h5py.File(r), float(ratio)
     for k in ("acts/resid", "acts/attn_out", "acts/mlp_out", "stats/resid_norm", "stats/resid_cos0",
               "stats/recv", "stats/attn_out_norm", "stats/mlp_out_norm"):
         R = r[k][()].astype(np.float64)

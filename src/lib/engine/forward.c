@@ -19,6 +19,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,21 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 		 * a Qwen2.5-0.5B-shaped prefill of 512 tokens, oneDNN capped at AVX2) */
 		mm_free(f->mm);
 		f->mm = NULL;
+	}
+	if (f->compute == SS_COMPUTE_BF16 && !mm_blocked(f->mm)) {
+		/* no bf16 matmul of oneDNN's own here: the bf16 mode's arithmetic
+		 * through sgemm (fwd_gemm rounds each product's input and weights to
+		 * bf16; products of bf16 values are exact in f32), said once per
+		 * process instead of a refusal at the first product */
+		static atomic_int said;
+		if (!atomic_exchange(&said, 1))
+			fprintf(stderr, "warning: --compute bf16: oneDNN has no bf16 matmul for this CPU (it needs "
+			        "AVX512_BF16 or AMX); the products run as OpenBLAS sgemm on inputs rounded to bf16, "
+			        "at f32 speed\n");
+		mm_free(f->mm);
+		f->mm = NULL;
+		f->emul16 = 1;
+		f->w16 = !strcmp(m->weight_dtype, "bf16");
 	}
 	f->lwn = fwd_layout(f, NULL);
 	int rb = f->o.resident && !f->o.resident_f32 && fwd_resident_bf16(m);
@@ -260,6 +276,7 @@ void fwd_free(ss_fwd *f)
 	free(f->idx);
 	free(f->xe);
 	free(f->ye);
+	free(f->a16);
 	free(f->loaded);
 	free(f->head);
 	free(f->rb);

@@ -114,6 +114,13 @@ struct ss_fwd {
 	} *pk;                  /* a layer's matrices, its experts' too (grown) */
 	int npk, cap_pk;
 	int mm_failed;          /* oneDNN refused a product: sgemm from then on */
+	/* --compute bf16 where oneDNN has no bf16 matmul (a CPU without
+	 * AVX512_BF16 or AMX): the layer products run as sgemm on inputs and
+	 * weights rounded to bf16 (w16: the model's weights are bf16 already),
+	 * the input rounded into a16 [a16n floats] */
+	int emul16, w16;
+	float *a16;
+	size_t a16n;
 };
 
 /* ---- fwd_ops.c ---- */

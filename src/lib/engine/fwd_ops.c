@@ -253,6 +253,58 @@ static int in_layer(const ss_fwd *f, const float *W)
 	return W >= f->lw && W < f->lw + n;
 }
 
+/* rows [n, K] of src (stride ld) rounded to bf16 (nearest even) into dst
+ * (stride K, or in place when dst == src) */
+typedef struct r16_job { const float *src; long ld; float *dst; long n, K; } r16_job;
+
+static inline float round16(float x)   /* st_f32_to_bf16's rounding, inline; NaN kept */
+{
+	uint32_t u, r;
+	memcpy(&u, &x, sizeof u);
+	r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	float y;
+	memcpy(&y, &r, sizeof y);
+	return (u & 0x7fffffffu) > 0x7f800000u ? x : y;
+}
+
+static void r16_task(void *ctx, int tid, int nth)
+{
+	const r16_job *j = ctx;
+	long lo, hi;
+	pool_share(j->n, 1, tid, nth, &lo, &hi);
+	for (long i = lo; i < hi; i++) {
+		const float *s = j->src + i * j->ld;
+		float *d = j->dst + (j->dst == j->src ? i * j->ld : i * j->K);
+		for (long k = 0; k < j->K; k++)
+			d[k] = round16(s[k]);
+	}
+}
+
+/* the bf16 mode without oneDNN's bf16 matmul: j's weights rounded to bf16
+ * in place (the layer buffer is ours; rounding is idempotent, and exact for
+ * a bf16 model, which skips it), its input rounded into f->a16 */
+static void emul16_inputs(ss_fwd *f, gemm_job *j)
+{
+	if (!f->w16) {
+		r16_job w = {j->W, j->ldw, (float *)j->W, j->N, j->K};
+		fwd_timed_run(f, &f->tm.convert, r16_task, &w);
+	}
+	size_t need = (size_t)j->M * (size_t)j->K;
+	if (need > f->a16n) {
+		float *p = realloc(f->a16, need * sizeof *p);
+		if (!p) {   /* the products from now on on unrounded inputs */
+			fprintf(stderr, "warning: out of memory for a bf16 block (%zu bytes): the products' inputs "
+			        "are no longer rounded to bf16\n", need * sizeof *p);
+			f->emul16 = 0;
+			return;
+		}
+		f->a16 = p, f->a16n = need;
+	}
+	r16_job a = {j->A, j->lda, f->a16, j->M, j->K};
+	fwd_timed_run(f, &f->tm.rows, r16_task, &a);
+	j->A = f->a16, j->lda = j->K;
+}
+
 void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const float *W,
               long ldw, float *C, long ldc, const float *bias)
 {
@@ -288,6 +340,8 @@ void fwd_gemm(ss_fwd *f, long M, long N, long K, const float *A, long lda, const
 		j.Wb = Wb;
 	else if (Wb)
 		widen_mats(f);
+	if (f->emul16 && M > 1 && in_layer(f, W))
+		emul16_inputs(f, &j);
 	fwd_timed_run(f, &f->tm.linear, gemm_task, &j);
 }
 
