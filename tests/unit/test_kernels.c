@@ -476,6 +476,25 @@ static void test_paths(void **st)
 			double rr = 1.0 / sqrt(ss / (double)n + 1e-6);
 			for (long i = 0; i < n; i++)
 				near(z[i], y[i] * x[i] * rr, 1e-6);
+			/* LayerNorm (weights y, biases x) against float64 */
+			double lm = 0, lv = 0;
+			for (long i = 0; i < n; i++)
+				lm += x[i];
+			lm /= (double)n;
+			for (long i = 0; i < n; i++)
+				lv += (x[i] - lm) * (x[i] - lm);
+			double lr = 1.0 / sqrt(lv / (double)n + 1e-5);
+			ss_layernorm(z, x, y, x, n, 1e-5);
+			for (long i = 0; i < n; i++)
+				near(z[i], y[i] * (x[i] - lm) * lr + x[i], 2e-6);
+			/* RoPE over half = n / 2 pairs: the scalar formula's floats exactly */
+			long hf = n / 2;
+			memcpy(z, x, sizeof(float) * (size_t)n);
+			k_rope(z, hf, y, y + hf);
+			for (long i = 0; i < hf; i++) {
+				float p = x[i] * y[i], q = x[i + hf] * y[hf + i], u = x[i + hf] * y[i], v = x[i] * y[hf + i];
+				assert_true(z[i] == p - q && z[i + hf] == u + v);
+			}
 			memcpy(z, x, sizeof(float) * (size_t)n);
 			k_silu_mul(z, y, n);
 			for (long i = 0; i < n; i++)

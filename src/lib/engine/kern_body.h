@@ -477,8 +477,26 @@ static double KS(exp_shift_to)(float *y, const float *x, long n, float max)
 
 static void KS(rope)(float *x, long half, const float *cs, const float *sn)
 {
-	/* HF: q*cos + rotate_half(q)*sin, rotate_half(q) = cat(-q2, q1) */
-	for (long i = 0; i < half; i++) {
+	/* HF: q*cos + rotate_half(q)*sin, rotate_half(q) = cat(-q2, q1); the
+	 * vector sections do the scalar loop's operations, the same values */
+	long i = 0;
+#ifdef __AVX512F__
+	for (; i + 16 <= half; i += 16) {
+		__m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + half);
+		__m512 c = _mm512_loadu_ps(cs + i), s = _mm512_loadu_ps(sn + i);
+		_mm512_storeu_ps(x + i, _mm512_sub_ps(_mm512_mul_ps(a, c), _mm512_mul_ps(b, s)));
+		_mm512_storeu_ps(x + i + half, _mm512_add_ps(_mm512_mul_ps(b, c), _mm512_mul_ps(a, s)));
+	}
+#endif
+#ifdef __AVX2__
+	for (; i + 8 <= half; i += 8) {
+		__m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + half);
+		__m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
+		_mm256_storeu_ps(x + i, _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s)));
+		_mm256_storeu_ps(x + i + half, _mm256_add_ps(_mm256_mul_ps(b, c), _mm256_mul_ps(a, s)));
+	}
+#endif
+	for (; i < half; i++) {
 		float a = x[i], b = x[i + half];
 		x[i] = a * cs[i] - b * sn[i];
 		x[i + half] = b * cs[i] + a * sn[i];
@@ -489,21 +507,84 @@ static void KS(ss_rmsnorm)(float *o, const float *x, const float *w, long n, dou
 {
 	/* HF LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then times weight */
 	float r = (float)(1.0 / sqrt(KS(sumsq)(x, n) / (double)n + eps));
-	for (long i = 0; i < n; i++)
+	long i = 0;
+#ifdef __AVX512F__   /* the scalar loop's operations: the same values */
+	for (__m512 rv = _mm512_set1_ps(r); i + 16 <= n; i += 16)
+		_mm512_storeu_ps(o + i, _mm512_mul_ps(_mm512_loadu_ps(w + i), _mm512_mul_ps(_mm512_loadu_ps(x + i), rv)));
+#endif
+#ifdef __AVX2__
+	for (__m256 rv = _mm256_set1_ps(r); i + 8 <= n; i += 8)
+		_mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_mul_ps(_mm256_loadu_ps(x + i), rv)));
+#endif
+	for (; i < n; i++)
 		o[i] = w[i] * (x[i] * r);
 }
 
 static void KS(ss_layernorm)(float *o, const float *x, const float *w, const float *b, long n, double eps)
 {
-	/* torch LayerNorm: (x - mean) / sqrt(var + eps) * w + b, var biased */
+	/* torch LayerNorm: (x - mean) / sqrt(var + eps) * w + b, var biased;
+	 * the mean and the variance summed in double, lane by lane first */
 	double m = 0, v = 0;
-	for (long i = 0; i < n; i++)
+	long i = 0;
+#ifdef __AVX512F__
+	__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+	for (; i + 16 <= n; i += 16) {
+		s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+		s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+	}
+	m += _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+#endif
+#ifdef __AVX2__
+	__m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+	for (; i + 8 <= n; i += 8) {
+		a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+		a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)));
+	}
+	m += hsum4d(_mm256_add_pd(a0, a1));
+#endif
+	for (; i < n; i++)
 		m += x[i];
 	m /= (double)n;
-	for (long i = 0; i < n; i++)
+	i = 0;
+#ifdef __AVX512F__
+	__m512d mv = _mm512_set1_pd(m);
+	s0 = s1 = _mm512_setzero_pd();
+	for (; i + 16 <= n; i += 16) {
+		__m512d d0 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), mv);
+		__m512d d1 = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)), mv);
+		s0 = _mm512_fmadd_pd(d0, d0, s0);
+		s1 = _mm512_fmadd_pd(d1, d1, s1);
+	}
+	v += _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+#endif
+#ifdef __AVX2__
+	__m256d mw = _mm256_set1_pd(m);
+	a0 = a1 = _mm256_setzero_pd();
+	for (; i + 8 <= n; i += 8) {
+		__m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), mw);
+		__m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)), mw);
+		a0 = _mm256_fmadd_pd(d0, d0, a0);
+		a1 = _mm256_fmadd_pd(d1, d1, a1);
+	}
+	v += hsum4d(_mm256_add_pd(a0, a1));
+#endif
+	for (; i < n; i++)
 		v += ((double)x[i] - m) * ((double)x[i] - m);
 	float r = (float)(1.0 / sqrt(v / (double)n + eps)), mf = (float)m;
-	for (long i = 0; i < n; i++)
+	i = 0;
+#ifdef __AVX512F__   /* the scalar loop's operations */
+	for (__m512 rv = _mm512_set1_ps(r), m16 = _mm512_set1_ps(mf); i + 16 <= n; i += 16) {
+		__m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), m16), rv);
+		_mm512_storeu_ps(o + i, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(w + i), t), _mm512_loadu_ps(b + i)));
+	}
+#endif
+#ifdef __AVX2__
+	for (__m256 rv = _mm256_set1_ps(r), m8 = _mm256_set1_ps(mf); i + 8 <= n; i += 8) {
+		__m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m8), rv);
+		_mm256_storeu_ps(o + i, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(w + i), t), _mm256_loadu_ps(b + i)));
+	}
+#endif
+	for (; i < n; i++)
 		o[i] = w[i] * ((x[i] - mf) * r) + b[i];
 }
 
