@@ -6,24 +6,24 @@
 # measured the same way in the same run.  Random bf16 models are written once
 # into $SS_BUILD/bench (never committed):
 #   gpt2-small     GPT-2 small: 12 layers, d 768, 12 heads, MLP 3072, vocab 50257
-#   pythia-410m    Pythia-410m layers: d 1024, 16 heads, MLP 4096, rotary_pct
-#                  0.25, parallel residual (8 of its 24 layers)
-#   gemma2-2b      Gemma-2-2b layers: d 2304, 8 heads, 4 KV heads, head_dim
-#                  256, MLP 9216, soft-capping, window 4096 (4 of its 26 layers)
-#   olmo2-1b       OLMo-2-1B layers: d 2048, 16 heads, MLP 8192 (4 of its 16)
-#   moe-small      a small Mixtral: d 1024, 16 heads, 4 KV heads, 8 experts of
-#                  2816, top 2 (4 layers)
-# Fewer layers than the real models and a vocabulary of 32000 where theirs is
-# larger: a stats-only prefill's FLOPs and speed are per layer, and it reads
-# only the embedding rows of its ids.  One cost is not per layer: the first
-# touch of the f32 layer buffer (one layer's weights: 312 MB for Gemma-2-2b,
-# 268 MB OLMo-2-1B, 277 MB the MoE's 8 experts, 60 MB Qwen2.5-0.5B), zeroed
-# by the kernel as the first layer is converted into it; with 4 layers it
-# weighs 6x (Gemma) to 4x (OLMo) what it would in the whole model, so these
-# ratios understate the real models' (BENCH_PERF=1 shows it as
-# faults/zeroing).  The machine is shared and noisy:
+#   pythia-410m    Pythia-410m: 24 layers, d 1024, 16 heads, MLP 4096,
+#                  rotary_pct 0.25, parallel residual
+#   gemma2-2b      Gemma-2-2b: 26 layers, d 2304, 8 heads, 4 KV heads, head_dim
+#                  256, MLP 9216, soft-capping, window 4096
+#   olmo2-1b       OLMo-2-1B: 16 layers, d 2048, 16 heads, MLP 8192
+#   moe-small      a small Mixtral: 16 layers, d 1024, 16 heads, 4 KV heads, 8
+#                  experts of 2816, top 2
+# The real models' depths (BENCH_DEPTH=real, the default): one cost of a
+# prefill is not per layer, the first touch of the layer buffers and the
+# weight packings (one layer's weights: 312 MB for Gemma-2-2b, 268 MB
+# OLMo-2-1B, 277 MB the MoE's 8 experts, 60 MB Qwen2.5-0.5B), zeroed by the
+# kernel as the first layer is converted into them, so a model of 4 of its
+# layers understates its per-FLOP rate (BENCH_PERF=1 shows it as
+# faults/zeroing).  BENCH_DEPTH=short writes the quick ones instead (8 of
+# Pythia's layers, 4 of the others').  A vocabulary of 32000 where theirs is
+# larger: a stats-only prefill reads only the embedding rows of its ids.  The machine is shared and noisy:
 # compare the ratios (each round's % of the matmul-implied rate), not tok/s.
-# BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2),
+# BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2), BENCH_DEPTH,
 # BENCH_FAMILIES (qwen2-0.5b and the names above; default all).
 # Both compute modes come from prefillbench, each against its own mode's
 # oneDNN matmul rate in the same process.
@@ -46,12 +46,17 @@ R=${BENCH_ROUNDS:-3}
 mkdir -p "$B"
 MK="$PY $SS_ROOT/tests/tools/mkmodel.py --dtype bf16 --vocab 32000"
 declare -A spec=(
-	[gpt2-small]="--arch gpt2 --layers 12 --hidden 768 --heads 12 --kv-heads 12 --inter 3072 --max-pos 1024 --tied --vocab 50257"
-	[pythia-410m]="--arch neox --layers 8 --hidden 1024 --heads 16 --kv-heads 16 --inter 4096 --max-pos 2048"
-	[gemma2-2b]="--arch gemma2 --layers 4 --hidden 2304 --heads 8 --kv-heads 4 --head-dim 256 --inter 9216 --window 4096 --tied"
-	[olmo2-1b]="--arch olmo2 --layers 4 --hidden 2048 --heads 16 --kv-heads 16 --head-dim 128 --inter 8192"
-	[moe-small]="--arch mixtral --layers 4 --hidden 1024 --heads 16 --kv-heads 4 --head-dim 64 --experts 8 --topk 2 --moe-inter 2816"
+	[gpt2-small]="--arch gpt2 --hidden 768 --heads 12 --kv-heads 12 --inter 3072 --max-pos 1024 --tied --vocab 50257"
+	[pythia-410m]="--arch neox --hidden 1024 --heads 16 --kv-heads 16 --inter 4096 --max-pos 2048"
+	[gemma2-2b]="--arch gemma2 --hidden 2304 --heads 8 --kv-heads 4 --head-dim 256 --inter 9216 --window 4096 --tied"
+	[olmo2-1b]="--arch olmo2 --hidden 2048 --heads 16 --kv-heads 16 --head-dim 128 --inter 8192"
+	[moe-small]="--arch mixtral --hidden 1024 --heads 16 --kv-heads 4 --head-dim 64 --experts 8 --topk 2 --moe-inter 2816"
 )
+case ${BENCH_DEPTH:-real} in
+real) declare -A depth=([gpt2-small]=12 [pythia-410m]=24 [gemma2-2b]=26 [olmo2-1b]=16 [moe-small]=16) ;;
+short) declare -A depth=([gpt2-small]=12 [pythia-410m]=8 [gemma2-2b]=4 [olmo2-1b]=4 [moe-small]=4) ;;
+*) echo "families.sh: BENCH_DEPTH=${BENCH_DEPTH}: expected real or short" >&2; exit 2 ;;
+esac
 order=(gpt2-small pythia-410m gemma2-2b olmo2-1b moe-small)
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads, T=$T, $R rounds"
 M=$B/qwen05-shape
@@ -95,12 +100,12 @@ profile() {
 	done
 }
 for f in ${BENCH_FAMILIES:-qwen2-0.5b ${order[@]}}; do
-	d=$B/fam-$f
+	d=$B/fam-$f-L${depth[$f]:-0}
 	[ "$f" = qwen2-0.5b ] && d=$M
 	if [ ! -f "$d/config.json" ]; then
 		echo "# writing the random $f model to $d"
 		# shellcheck disable=SC2086
-		$MK ${spec[$f]} "$d.tmp" >/dev/null && mv "$d.tmp" "$d" || { echo "mkmodel.py failed for $f"; exit 1; }
+		$MK ${spec[$f]} --layers "${depth[$f]}" "$d.tmp" >/dev/null && mv "$d.tmp" "$d" || { echo "mkmodel.py failed for $f"; exit 1; }
 	fi
 	bench "$f" "$d" || exit 1
 	profile "$f" "$d"
