@@ -57,6 +57,14 @@ for c in "${cases[@]}"; do
 done
 
 # Model folder itself
+# GPT-NeoX's query_key_value holds q, k and v head by head: fewer KV heads
+# than heads cannot be laid out (the engine reads it as it is stored)
+$PY "$MK" --arch neox "$TMP/m-neoxgqa" >/dev/null
+$PY -c "import json,sys; p=sys.argv[1]+'/config.json'; c=json.load(open(p))
+c['num_key_value_heads'] = c['num_attention_heads'] // 2; json.dump(c, open(p, 'w'))" "$TMP/m-neoxgqa"
+t_fails "GPT-NeoX with num_key_value_heads below its heads -> one line naming the field" 1 \
+	"config\.json:num_key_value_heads: [0-9]*, but GPTNeoXForCausalLM fuses q, k and v per head" \
+	actdump -m "$TMP/m-neoxgqa" --ids "$TMP/ids" -o "$O/out.h5"
 t_fails "model folder does not exist" 1 "nonexistent" actdump -m "$TMP/nonexistent" --ids "$TMP/ids" -o "$O/out.h5"
 : >"$TMP/empty.safetensors"
 mkdir -p "$TMP/m-empty"; cp "$TMP/good/config.json" "$TMP/m-empty/"; : >"$TMP/m-empty/model.safetensors"

@@ -305,6 +305,9 @@ static int config_family(ss_config *c, const arch_row *A, json_t *o, const char 
 	}
 	if (A->neox) {
 		c->qkv_per_head = 1;
+		if (c->n_kv_heads != c->n_heads)   /* query_key_value holds q, k, v of each head */
+			return ss_err_set(e, "%s:num_key_value_heads: %ld, but %s fuses q, k and v per head (%ld heads)",
+			                  path, c->n_kv_heads, c->arch, c->n_heads);
 		if (get_bool(o, path, "use_parallel_residual", 1, &c->parallel_resid, e) < 0 ||
 		    get_bool(o, path, "attention_bias", 1, &b, e) < 0)
 			return -1;

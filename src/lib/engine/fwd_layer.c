@@ -58,6 +58,25 @@ static void qkv_task(void *ctx, int tid, int nth)     /* q/k norm, RoPE, scatter
 	for (long i = lo; i < hi; i++) {
 		float *r = f->qkv + i * f->qkvdim, *q = r, *k = r + f->qdim, *v = k + f->kvdim;
 		long pos = j->t0 + i;
+		if (c->qkv_per_head) {
+			/* NeoX: the product's columns are the checkpoint's rows [H][q k v][hd]
+			 * (one matrix to pack, not 3 H pieces); each head's q, k, v from
+			 * there (no q/k norms, H KV heads) */
+			for (long h = 0; h < f->H; h++) {
+				float *qh = r + 3 * h * hd, *kh = qh + hd, *vh = kh + hd;
+				if (f->half) {
+					rope_row(f, qh, pos);
+					rope_row(f, kh, pos);
+				}
+				if (j->qdst)
+					memcpy(j->qdst + i * f->qdim + h * hd, qh, (size_t)hd * 4);
+				if (j->kc)
+					memcpy(j->kc + i * f->kvdim + h * hd, kh, (size_t)hd * 4);
+				if (j->vc)
+					memcpy(j->vc + i * f->kvdim + h * hd, vh, (size_t)hd * 4);
+			}
+			continue;
+		}
 		if (c->qk_norm_full) {   /* OLMo 2: over the whole projection, before the heads */
 			ss_rmsnorm(q, q, f->qnf, f->qdim, c->eps);
 			ss_rmsnorm(k, k, f->knf, f->kvdim, c->eps);

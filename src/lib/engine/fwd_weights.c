@@ -80,16 +80,7 @@ static void convert_layer(ss_fwd *f, int l)
 #define ADD(D_, T_) do { if (T_) ADDR(D_, T_, 0, (T_)->n); } while (0)
 	ADD(f->in_norm, w->in_norm);
 	ADD(f->post_norm, w->post_norm);
-	if (c->qkv_per_head) {
-		/* NeoX: rows [H][q k v][hd] -> [q of every head | k | v] */
-		for (long h = 0; h < f->H; h++)
-			for (long part = 0; part < 3; part++) {
-				float *dw = f->wqkv + (part * f->qdim + h * f->hd) * D;
-				ADDR(dw, w->wqkv, (h * 3 + part) * f->hd * D, f->hd * D);
-				if (w->bqkv)
-					ADDR(f->bqkv + part * f->qdim + h * f->hd, w->bqkv, (h * 3 + part) * f->hd, f->hd);
-			}
-	} else if (c->fused_qkv) {
+	if (c->fused_qkv || c->qkv_per_head) {   /* NeoX's rows [H][q k v][hd] as stored: qkv_task sorts them */
 		ADD(f->wqkv, w->wqkv);
 		ADD(f->bqkv, w->bqkv);
 	} else {
