@@ -198,7 +198,8 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 {
 	const char *opath = q->out ? q->out : out_path;
 	int to_stdout = !opath || !strcmp(opath, "-");
-	if (to_stdout && isatty(1))
+	/* stdout in any spelling (-o /dev/stdout, /dev/fd/1, the terminal's own name) */
+	if ((to_stdout || ss_out_is_stdout(opath)) && isatty(1))
 		return ss_err_status(e, SS_EXIT_USAGE, "refusing to write HDF5 to a terminal: use -o FILE or a pipe");
 	const ss_config *c = &M->c;
 	long L = c->n_layers, T = q->T;

@@ -33,6 +33,16 @@ if timeout 120 script -q -c "env -u SINKSCOPE_NO_PROGRESS actdump -m '$S' -o tty
 else
 	t_skip "on a terminal" "script(1) could not run"
 fi
+# HDF5 is refused on a terminal whether stdout is named "-" or otherwise
+for o in - /dev/stdout /dev/fd/1; do
+	if timeout 60 script -q -c "actdump -m '$S' -o $o short.txt; echo rc=\$?" typescript >script.out 2>&1 <empty; then
+		out=$(tr '\r' '\n' <typescript)
+		t_match "-o $o on a terminal: refused, exit 2" \
+			"actdump: refusing to write HDF5 to a terminal: use -o FILE or a pipe.*rc=2" "$(echo "$out" | tr '\n' ' ')"
+	else
+		t_skip "-o $o on a terminal" "script(1) could not run"
+	fi
+done
 actdump -m "$S" -o quiet.h5 short.txt 2>quiet.err
 t_eq "not a terminal, a small run: nothing on stderr" "" "$(cat quiet.err)"
 # ranges
