@@ -3,6 +3,7 @@
  * and the few-query path; see attention.c for the scheme. */
 #include "engine/attn_impl.h"
 #include "engine/kernels.h"
+#include "io/stconv.h"
 #include "util/cpu.h"
 
 #include <cblas.h>
@@ -40,16 +41,6 @@ const char *attn_kernels16_name(void)
 	return attn_kern16()->name;
 }
 
-static inline uint16_t to_bf16(float f)   /* nearest even, as io/stconv's st_f32_to_bf16 */
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40);
-	u += 0x7fffu + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
-}
-
 /* the bf16 mode's packing of panels [p0, p0 + np) (attn_impl.h: kb, vb) */
 static void pack16(ss_attn *a, long p0, long np, long keys, long lo, long hi)
 {
@@ -61,10 +52,10 @@ static void pack16(ss_attn *a, long p0, long np, long keys, long lo, long hi)
 			long j = pn * NP + i;
 			const float *k = a->kc + j * a->kvdim + h * hd, *v = a->vc + j * a->kvdim + h * hd;
 			for (long d = 0; d < hde; d++)
-				kd[(d / 2) * 2 * NP + 2 * i + d % 2] = j < keys && d < hd ? to_bf16(k[d]) : 0;
+				kd[(d / 2) * 2 * NP + 2 * i + d % 2] = j < keys && d < hd ? st_f32_to_bf16(k[d]) : 0;
 			for (long c = 0; c < a->hdp; c++)
 				a->vb[((h * cp + c / NP) * a->npb * NP + (j & ~1L)) * NP + (c % NP) * 2 + (j & 1)] =
-				        j < keys && c < hd ? to_bf16(v[c]) : 0;
+				        j < keys && c < hd ? st_f32_to_bf16(v[c]) : 0;
 		}
 	}
 }

@@ -257,16 +257,6 @@ static int in_layer(const ss_fwd *f, const float *W)
  * (stride K, or in place when dst == src) */
 typedef struct r16_job { const float *src; long ld; float *dst; long n, K; } r16_job;
 
-static inline float round16(float x)   /* st_f32_to_bf16's rounding, inline; NaN kept */
-{
-	uint32_t u, r;
-	memcpy(&u, &x, sizeof u);
-	r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-	float y;
-	memcpy(&y, &r, sizeof y);
-	return (u & 0x7fffffffu) > 0x7f800000u ? x : y;
-}
-
 static void r16_task(void *ctx, int tid, int nth)
 {
 	const r16_job *j = ctx;
@@ -276,7 +266,7 @@ static void r16_task(void *ctx, int tid, int nth)
 		const float *s = j->src + i * j->ld;
 		float *d = j->dst + (j->dst == j->src ? i * j->ld : i * j->K);
 		for (long k = 0; k < j->K; k++)
-			d[k] = round16(s[k]);
+			d[k] = st_bf16_to_f32(st_f32_to_bf16(s[k]));
 	}
 }
 

@@ -25,14 +25,6 @@ int st_dtype_parse(const char *s, st_dtype *d)
 	return -1;
 }
 
-float st_bf16_to_f32(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
 float st_f16_to_f32(uint16_t h)
 {
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16, ex = (h >> 10) & 0x1f, man = h & 0x3ff, u;
@@ -55,16 +47,6 @@ float st_f16_to_f32(uint16_t h)
 	float f;
 	memcpy(&f, &u, 4);
 	return f;
-}
-
-uint16_t st_f32_to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((u >> 16) | 0x40);          /* quiet NaN */
-	u += 0x7fffu + ((u >> 16) & 1);                     /* round to nearest even */
-	return (uint16_t)(u >> 16);
 }
 
 /* Element i of a bf16 / f16 tensor (tensor data need not be 2-byte aligned). */

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum st_dtype { ST_F32 = 0, ST_F16, ST_BF16 } st_dtype;
 
@@ -26,8 +27,24 @@ void st_conv_f32(float *dst, const void *src, st_dtype dt, long off, long n);
 const char *st_conv_kernels_name(void);
 
 /* Scalar conversions (exact; f16 subnormals, inf and NaN handled). */
-float st_bf16_to_f32(uint16_t h);
+static inline float st_bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
 float st_f16_to_f32(uint16_t h);
-uint16_t st_f32_to_bf16(float f);   /* round to nearest even (NaN kept NaN) */
+/* round to nearest even (NaN kept NaN); inline, the one home of this rounding
+ * (the engine's bf16 block and attention packing call it per element) */
+static inline uint16_t st_f32_to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);          /* quiet NaN */
+	u += 0x7fffu + ((u >> 16) & 1);                     /* round to nearest even */
+	return (uint16_t)(u >> 16);
+}
 
 #endif
