@@ -468,6 +468,24 @@ static void test_paths(void **st)
 			}
 			near(k_exp_shift_to(z, x, n, mx), se, 1e-6);
 			assert_true(s == 1.0f);
+			/* the fused bf16 form: the same floats and sum as k_exp_shift_to
+			 * on the row scaled first, and each rounded as st_f32_to_bf16
+			 * (scale 1, and 0.125 and 0.0883883 as attention's) */
+			const float scs[3] = {1.0f, 0.125f, 0.0883883476f};
+			for (int c = 0; c < 3; c++) {
+				float xs[1000], y1[1000], y2[1000];
+				uint16_t hb[1001];
+				for (long i = 0; i < n; i++)
+					xs[i] = x[i] * scs[c];
+				float ms = mx * scs[c];
+				hb[n] = 0x5a5a;
+				double s1 = k_exp_shift_to(y1, xs, n, ms), s2 = k_exp_shift_to16(y2, hb, x, n, ms, scs[c]);
+				assert_true(s1 == s2);
+				assert_memory_equal(y1, y2, sizeof(float) * (size_t)n);
+				for (long i = 0; i < n; i++)
+					assert_int_equal(hb[i], st_f32_to_bf16(y1[i]));
+				assert_int_equal(hb[n], 0x5a5a);   /* nothing past n */
+			}
 			memcpy(w, x, sizeof(float) * (size_t)n);
 			near(k_exp_shift(w, n, mx), se, 1e-6);
 			for (long i = 0; i < n; i++)

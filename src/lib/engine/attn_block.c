@@ -189,17 +189,22 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 				for (long j = j0; j < lim; j += qpan * NP) {
 					int np = (int)((lim - j + NP - 1) / NP);
 					np = np < qpan ? np : qpan;
-					if (b16)
+					if (b16)   /* unscaled: the softmax below scales */
 						K16->qk(nr, p->qb + x0 * hde, hde / 2, kp16 + (c0 + j) * hde, np, sl + x0 * kt + j,
-						        kt, a->scale);
+						        kt, 1.0f);
 					else
 						K->qk(nr, p->qg + x0 * hd, hd, kp + (c0 + j) * hd, np, sl + x0 * kt + j, kt,
 						      a->scale);
 				}
 			}
-		/* the online softmax, P~ into the block's buffer */
+		/* the online softmax, P~ into the block's buffer (the bf16 mode: also
+		 * rounded into pb, the scores scaled here; max(x scale) = max(x)
+		 * scale as rounding is monotone, so the values are those of scores
+		 * scaled first) */
 		for (long x = 0; x < R; x++) {
 			float *row = st + x * kt, *sr = sl + x * kt;
+			uint16_t *rb = b16 ? p->pb + x * ldpb : NULL;
+			long wb = (w + kmul - 1) / kmul * kmul;   /* pb's row: the pad 0 */
 			long pos = qs + x % nb;
 			/* visible keys of this row within the tile, relative to the tile */
 			long vlo = attn_window_lo(a->window, pos) - kb - c0;
@@ -208,6 +213,8 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 			vhi = vhi > w ? w : vhi;
 			if (vhi <= vlo) {
 				memset(row, 0, sizeof(float) * (size_t)w);
+				if (rb)
+					memset(rb, 0, sizeof *rb * (size_t)wb);
 				p->mu[x * a->ntile + t] = -INFINITY;
 				p->al[x] = 1;
 				continue;
@@ -216,22 +223,28 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 				memset(row, 0, sizeof(float) * (size_t)vlo);
 			if (vhi < w)
 				memset(row + vhi, 0, sizeof(float) * (size_t)(w - vhi));
+			float sc = b16 ? a->scale : 1.0f;
+			if (a->softcap > 0 && sc != 1.0f) {
+				k_scale(sr + vlo, vhi - vlo, sc);
+				sc = 1.0f;
+			}
 			if (a->softcap > 0)
 				k_softcap(sr + vlo, vhi - vlo, a->softcap);
-			float m = k_max(sr + vlo, vhi - vlo), mo = p->mx[x];
+			float m = k_max(sr + vlo, vhi - vlo) * sc, mo = p->mx[x];
 			m = m > mo ? m : mo;
-			double sum = k_exp_shift_to(row + vlo, sr + vlo, vhi - vlo, m);
+			double sum;
+			if (rb) {
+				memset(rb, 0, sizeof *rb * (size_t)vlo);
+				memset(rb + vhi, 0, sizeof *rb * (size_t)(wb - vhi));
+				sum = k_exp_shift_to16(row + vlo, rb + vlo, sr + vlo, vhi - vlo, m, sc);
+			} else {
+				sum = k_exp_shift_to(row + vlo, sr + vlo, vhi - vlo, m);
+			}
 			float al = mo == -INFINITY ? 0.0f : expf(mo - m);
 			p->l[x] = p->l[x] * (double)al + sum;
 			p->al[x] = al;
 			p->mx[x] = m;
 			p->mu[x * a->ntile + t] = m;
-		}
-		/* the bf16 mode's P~, to a multiple of kmul keys (the pad 0) */
-		for (long x = 0; b16 && x < R; x++) {
-			K16->round(st + x * kt, p->pb + x * ldpb, w);
-			for (long j = w; j % kmul; j++)
-				p->pb[x * ldpb + j] = 0;
 		}
 		/* O = O a + P~ V, a panel of 16 value columns (16 KiB) against each
 		 * group of rows in turn, over the keys some row of the group sees */

@@ -118,7 +118,8 @@ static void qk_amx(int nr, const uint16_t *q, long hd2, const uint16_t *kp, int 
 		_tile_stored(2, s + 2 * NP, lds * 4);
 	if (np > 3)
 		_tile_stored(3, s + 3 * NP, lds * 4);
-	scale_rows(s, lds, nr, np * NP, NULL, scale);
+	if (scale != 1.0f)   /* attn_block passes 1: its softmax scales */
+		scale_rows(s, lds, nr, np * NP, NULL, scale);
 }
 
 /* o[i][0..16 np) = al[i] o[i] + sum_{j<w} p[i][j] v[j] for the 16 rows

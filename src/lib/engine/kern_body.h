@@ -6,6 +6,7 @@
 #include "engine/kern_impl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -475,6 +476,67 @@ static double KS(exp_shift_to)(float *y, const float *x, long n, float max)
 	return s;
 }
 
+/* exp_shift_to of x[i] scale (the product rounded to float first; scale 1:
+ * x as it is), with each y[i] also rounded to bf16 into yb[i] (nearest
+ * even, as io/stconv's st_f32_to_bf16 for finite values): the bf16
+ * attention's P~ in one pass over the scores.  The same values and sum as
+ * exp_shift_to on the scaled row, bit for bit. */
+static double KS(exp_shift_to16)(float *y, uint16_t *yb, const float *x, long n, float max, float scale)
+{
+#ifdef __AVX512F__
+	long i = 0;
+	__m512 wm = _mm512_set1_ps(max), sc = _mm512_set1_ps(scale), b0 = _mm512_setzero_ps(),
+	       b1 = _mm512_setzero_ps();
+	const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
+#define R16(v, d) do { __m512i u_ = _mm512_castps_si512(v); \
+	u_ = _mm512_add_epi32(u_, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u_, 16), one))); \
+	_mm256_storeu_si256((__m256i *)(d), _mm512_cvtepi32_epi16(_mm512_srli_epi32(u_, 16))); } while (0)
+	for (; i + 32 <= n; i += 32) {
+		__m512 v0 = exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), sc), wm));
+		__m512 v1 = exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16), sc), wm));
+		_mm512_storeu_ps(y + i, v0);
+		_mm512_storeu_ps(y + i + 16, v1);
+		R16(v0, yb + i);
+		R16(v1, yb + i + 16);
+		b0 = _mm512_add_ps(b0, v0);
+		b1 = _mm512_add_ps(b1, v1);
+	}
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), sc), wm));
+		_mm512_storeu_ps(y + i, v);
+		R16(v, yb + i);
+		b0 = _mm512_add_ps(b0, v);
+	}
+#undef R16
+	if (i < n) {   /* masked lanes: never stored nor summed */
+		__mmask16 k = tailmask(n - i);
+		__m512 v = _mm512_maskz_mov_ps(
+		        k, exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), sc), wm)));
+		_mm512_mask_storeu_ps(y + i, k, v);
+		__m512i u = _mm512_castps_si512(v);
+		u = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+		_mm256_mask_storeu_epi16(yb + i, k, _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
+		b0 = _mm512_add_ps(b0, v);
+	}
+	return hsum16(_mm512_add_ps(b0, b1));
+#else
+	const float *src = x;
+	if (scale != 1.0f) {   /* y as the scaled row, then exp_shift_to in place */
+		for (long i = 0; i < n; i++)
+			y[i] = x[i] * scale;
+		src = y;
+	}
+	double s = KS(exp_shift_to)(y, src, n, max);
+	for (long i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, y + i, 4);
+		u += 0x7fffu + ((u >> 16) & 1);
+		yb[i] = (uint16_t)(u >> 16);
+	}
+	return s;
+#endif
+}
+
 static void KS(rope)(float *x, long half, const float *cs, const float *sn)
 {
 	/* HF: q*cos + rotate_half(q)*sin, rotate_half(q) = cat(-q2, q1); the
@@ -621,6 +683,7 @@ const k_ops KS(k_ops) = {
 	.max = KS(max),
 	.exp_shift = KS(exp_shift),
 	.exp_shift_to = KS(exp_shift_to),
+	.exp_shift_to16 = KS(exp_shift_to16),
 	.rope = KS(rope),
 	.rmsnorm = KS(ss_rmsnorm),
 	.layernorm = KS(ss_layernorm),

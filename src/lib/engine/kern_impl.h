@@ -10,6 +10,8 @@
 #ifndef SS_KERN_IMPL_H
 #define SS_KERN_IMPL_H
 
+#include <stdint.h>
+
 typedef struct k_ops {
 	const char *name;   /* "c", "avx2", "avx512" */
 	double (*sumsq)(const float *x, long n);
@@ -23,6 +25,7 @@ typedef struct k_ops {
 	float (*max)(const float *x, long n);
 	double (*exp_shift)(float *x, long n, float max);
 	double (*exp_shift_to)(float *y, const float *x, long n, float max);
+	double (*exp_shift_to16)(float *y, uint16_t *yb, const float *x, long n, float max, float scale);
 	void (*rope)(float *x, long half, const float *cs, const float *sn);
 	void (*rmsnorm)(float *o, const float *x, const float *w, long n, double eps);
 	void (*layernorm)(float *o, const float *x, const float *w, const float *b, long n, double eps);

@@ -20,6 +20,10 @@ void k_softcap(float *x, long n, float cap) { K->softcap(x, n, cap); }
 double k_exp_shift(float *x, long n, float max) { return K->exp_shift(x, n, max); }
 float k_max(const float *x, long n) { return K->max(x, n); }
 double k_exp_shift_to(float *y, const float *x, long n, float max) { return K->exp_shift_to(y, x, n, max); }
+double k_exp_shift_to16(float *y, uint16_t *yb, const float *x, long n, float max, float scale)
+{
+	return K->exp_shift_to16(y, yb, x, n, max, scale);
+}
 void k_axpy(float *y, const float *x, long n, float a) { K->axpy(y, x, n, a); }
 void k_scale(float *x, long n, float s) { K->scale(x, n, s); }
 void k_rope(float *x, long half, const float *cs, const float *sn) { K->rope(x, half, cs, sn); }

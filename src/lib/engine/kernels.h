@@ -4,6 +4,8 @@
 #ifndef SS_KERNELS_H
 #define SS_KERNELS_H
 
+#include <stdint.h>
+
 /* the copy in use: "c", "avx2", "avx512" */
 const char *k_kernels_name(void);
 /* sum x[i]^2 and sum a[i]*b[i], accumulated in double */
@@ -25,6 +27,11 @@ float k_max(const float *x, long n);
  * and its max; a cheaper exp than k_exp_shift's for arguments <= 0, as
  * accurate); returns the sum (double) */
 double k_exp_shift_to(float *y, const float *x, long n, float max);
+/* k_exp_shift_to of the row x[i] * scale (each product rounded to float;
+ * every one <= max), each y[i] also rounded to bf16 into yb[i] (nearest
+ * even): the bf16 attention's probabilities in one pass; the same y and
+ * sum as k_exp_shift_to on the scaled row */
+double k_exp_shift_to16(float *y, uint16_t *yb, const float *x, long n, float max, float scale);
 /* y[i] += a * x[i] */
 void k_axpy(float *y, const float *x, long n, float a);
 /* x[i] *= s */
