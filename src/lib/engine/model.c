@@ -233,7 +233,23 @@ fail:
 /* The tensors of layer l (1..L) lie in one run per shard (a shard stores
  * tensors in name order, and "model.layers.L." names sort together): the
  * span of each run is released or prefetched in one call (st.h says why). */
-static void layer_spans(const ss_model *m, int l, int drop, int prefetch)
+typedef enum span_op { SPAN_RELEASE, SPAN_PREFETCH, SPAN_POPULATE } span_op;
+
+/* part of nparts of a span: its bytes [part len / nparts, (part + 1) len / nparts) */
+static void span_do(const ss_model *m, span_op op, int drop, const char *lo, const char *hi, int part,
+                    int nparts)
+{
+	size_t len = (size_t)(hi - lo), a = len * (size_t)part / (size_t)nparts,
+	       b = len * (size_t)(part + 1) / (size_t)nparts;
+	if (op == SPAN_PREFETCH)
+		st_prefetch_range(&m->st, lo + a, b - a);
+	else if (op == SPAN_POPULATE)
+		st_populate_range(&m->st, lo + a, b - a);
+	else
+		st_release_range(&m->st, lo + a, b - a, drop);
+}
+
+static void layer_spans(const ss_model *m, int l, int drop, span_op op, int part, int nparts)
 {
 	if (l < 1 || l > m->c.n_layers)
 		return;
@@ -268,17 +284,18 @@ static void layer_spans(const ss_model *m, int l, int drop, int prefetch)
 				hi = z > hi ? z : hi;
 				done[j] = 1;
 			}
-		if (prefetch)
-			st_prefetch_range(&m->st, lo, (size_t)(hi - lo));
-		else
-			st_release_range(&m->st, lo, (size_t)(hi - lo), drop);
+		span_do(m, op, drop, lo, hi, part, nparts);
 	}
 	free(t);
 	free(done);
 }
 
-void model_layer_release(const ss_model *m, int l) { layer_spans(m, l, m->drop_cache, 0); }
-void model_layer_prefetch(const ss_model *m, int l) { layer_spans(m, l, 0, 1); }
+void model_layer_release(const ss_model *m, int l) { layer_spans(m, l, m->drop_cache, SPAN_RELEASE, 0, 1); }
+void model_layer_prefetch(const ss_model *m, int l) { layer_spans(m, l, 0, SPAN_PREFETCH, 0, 1); }
+void model_layer_populate(const ss_model *m, int l, int part, int nparts)
+{
+	layer_spans(m, l, 0, SPAN_POPULATE, part, nparts < 1 ? 1 : nparts);
+}
 void model_tensor_release(const ss_model *m, const st_tensor *t)
 {
 	if (t)

@@ -72,6 +72,10 @@ void model_free(ss_model *m);
  * nothing.  model_release_all: every mapped page (the end of a pass). */
 void model_layer_release(const ss_model *m, int l);
 void model_layer_prefetch(const ss_model *m, int l);
+/* part of nparts (0..nparts-1) of layer l's spans mapped into the page
+ * tables now (st_populate_range), ahead of its conversion; parts of one
+ * layer may run on threads at once */
+void model_layer_populate(const ss_model *m, int l, int part, int nparts);
 void model_tensor_release(const ss_model *m, const st_tensor *t);
 void model_release_all(const ss_model *m);
 /* Read ahead exactly the embedding rows of ids[0..n) (otherwise each row's

@@ -88,9 +88,14 @@ void st_sigbus_install(const char *prog);
  * tensor is simply read again.
  * st_prefetch_range: start reading [p, p + len) ahead (MADV_WILLNEED, in
  * pieces the kernel reads whole); it queues the reads and returns.
+ * st_populate_range: map [p, p + len) into this process's page tables now
+ * (MADV_POPULATE_READ, Linux 5.14; reading what is not cached yet): one
+ * call instead of a fault per 64 KiB when the range is first read (1 GB of
+ * cached weights: 0.03 s, where the faults of a first read cost 0.1 s).
  * All are advice: errors are ignored, and so is a range outside s. */
 void st_release_range(const st_set *s, const void *p, size_t len, int drop_cache);
 void st_prefetch_range(const st_set *s, const void *p, size_t len);
+void st_populate_range(const st_set *s, const void *p, size_t len);
 void st_release(const st_set *s, const st_tensor *t, int drop_cache);  /* t's data */
 void st_release_all(const st_set *s, int drop_cache);                   /* every mapping */
 

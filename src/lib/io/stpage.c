@@ -63,6 +63,18 @@ void st_prefetch_range(const st_set *s, const void *p, size_t len)
 		(void)madvise(a + o, n - o < PREFETCH_CHUNK ? n - o : PREFETCH_CHUNK, MADV_WILLNEED);
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22   /* Linux 5.14; an older kernel refuses it (EINVAL): no harm */
+#endif
+
+void st_populate_range(const st_set *s, const void *p, size_t len)
+{
+	char *a;
+	size_t n;
+	if (page_range(s, p, len, &a, &n))
+		(void)madvise(a, n, MADV_POPULATE_READ);
+}
+
 void st_release(const st_set *s, const st_tensor *t, int drop_cache)
 {
 	st_release_range(s, t->data, (size_t)t->n * st_dtype_size(t->dtype), drop_cache);
