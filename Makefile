@@ -59,7 +59,7 @@ $(BUILD)/lib/%.o: src/lib/%.c
 	$(CC) $(SS_CFLAGS) $(CFLAGS) $(isa) -c $< -o $@
 
 # the thread pool is an OpenMP region: the team oneDNN's products run on
-$(BUILD)/lib/util/pool.o $(BUILD)/tests/test_pool.o: SS_CFLAGS += -fopenmp
+$(BUILD)/lib/util/pool.o $(BUILD)/tests/test_pool.o $(BUILD)/lib/engine/matmul.o: SS_CFLAGS += -fopenmp
 
 $(BUILD)/prog/%.o: src/cmd/%.c
 	@mkdir -p $(@D)

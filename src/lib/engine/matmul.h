@@ -106,6 +106,11 @@ int mm_declined(const ss_mm *m);
  * (which oneDNN 2.6 gives to ref:any); as_ref (NULL: none) also declines
  * implementations whose name begins with it, e.g. "brg:". */
 void mm_test_set(ss_mm *m, int no_dense_copy, const char *as_ref);
+/* Tests only: with on 1, weights are packed by oneDNN's reorder alone (not
+ * by matmul.c's own transposes of bf16 pieces, mm_pack_avx512.c);
+ * mm_w_data: the packed bytes (mm_w_bytes of them) */
+void mm_test_reorder_only(ss_mm *m, int on);
+const void *mm_w_data(const ss_mm_w *w);
 
 /* The implementation oneDNN chose for the last product, e.g.
  * "brg:avx512_core_bf16" (for actdump --timings and the benchmarks). */
