@@ -197,6 +197,7 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 						      a->scale);
 				}
 			}
+		long wb = (w + kmul - 1) / kmul * kmul;   /* the bf16 mode's pb row: the pad 0 */
 		/* the online softmax, P~ into the block's buffer (the bf16 mode: also
 		 * rounded into pb, the scores scaled here; max(x scale) = max(x)
 		 * scale as rounding is monotone, so the values are those of scores
@@ -204,7 +205,6 @@ void attn_block(ss_attn *a, attn_thread *p, long r0, long r1, long kvh)
 		for (long x = 0; x < R; x++) {
 			float *row = st + x * kt, *sr = sl + x * kt;
 			uint16_t *rb = b16 ? p->pb + x * ldpb : NULL;
-			long wb = (w + kmul - 1) / kmul * kmul;   /* pb's row: the pad 0 */
 			long pos = qs + x % nb;
 			/* visible keys of this row within the tile, relative to the tile */
 			long vlo = attn_window_lo(a->window, pos) - kb - c0;

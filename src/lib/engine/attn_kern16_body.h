@@ -17,6 +17,7 @@
  * they give the same bits as vdpbf16ps for operands and partial sums
  * outside the subnormal range (which vdpbf16ps flushes to zero). */
 #include "engine/attn_impl.h"
+#include "engine/round16.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -236,15 +237,11 @@ static inline __attribute__((always_inline)) void pv16_512(const int nr, const i
 /* y[i] = bf16(x[i]), nearest even (finite x: P~ and the queries) */
 static void AK16(round16)(const float *x, uint16_t *y, long n)
 {
-	long i = 0;
 #ifdef __AVX512F__
-	const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
-	for (; i + 16 <= n; i += 16) {
-		__m512i u = _mm512_loadu_si512(x + i);
-		u = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
-		_mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
-	}
-#elif defined __AVX2__
+	round16_row_512(x, y, n);
+#else
+	long i = 0;
+#ifdef __AVX2__
 	const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
 	for (; i + 16 <= n; i += 16) {
 		__m256i u = _mm256_loadu_si256((const __m256i *)(x + i)), t = _mm256_loadu_si256((const __m256i *)(x + i + 8));
@@ -253,12 +250,9 @@ static void AK16(round16)(const float *x, uint16_t *y, long n)
 		_mm256_storeu_si256((__m256i *)(y + i), _mm256_permute4x64_epi64(_mm256_packus_epi32(u, t), 0xd8));
 	}
 #endif
-	for (; i < n; i++) {
-		uint32_t u;
-		memcpy(&u, x + i, 4);
-		u += 0x7fffu + ((u >> 16) & 1);
-		y[i] = (uint16_t)(u >> 16);
-	}
+	for (; i < n; i++)
+		y[i] = st_f32_to_bf16(x[i]);
+#endif
 }
 
 static void AK16(qk16)(int nr, const uint16_t *q, long hd2, const uint16_t *kp, int np, float *s, long lds,

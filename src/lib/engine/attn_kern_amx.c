@@ -16,6 +16,7 @@
  * the sums inside a dot product is the hardware's (not vdpbf16ps's), the
  * rounding points of q, K, V and P~ are the other levels'. */
 #include "engine/attn_impl.h"
+#include "engine/round16.h"
 
 #include <immintrin.h>
 #include <stdint.h>
@@ -46,23 +47,10 @@ static void amx_end(void)
 	_tile_release();
 }
 
-/* y[i] = bf16(x[i]), nearest even, as attn_kern16_body.h's round16 (the
- * same integer rounding, subnormals kept: vcvtneps2bf16 would flush them) */
+/* y[i] = bf16(x[i]), nearest even (round16.h), as the other levels */
 static void round16_amx(const float *x, uint16_t *y, long n)
 {
-	long i = 0;
-	const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
-	for (; i + 16 <= n; i += 16) {
-		__m512i u = _mm512_loadu_si512(x + i);
-		u = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
-		_mm256_storeu_si256((__m256i *)(y + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
-	}
-	for (; i < n; i++) {
-		uint32_t u;
-		memcpy(&u, x + i, 4);
-		u += 0x7fffu + ((u >> 16) & 1);
-		y[i] = (uint16_t)(u >> 16);
-	}
+	round16_row_512(x, y, n);
 }
 
 /* the first n columns of rows i < nr of x (ld apart) times f[i] or f */

@@ -411,8 +411,8 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		double *rs = st->recv || f->o.select ? f->recv : NULL;   /* a selection may look at it */
 		if (rs)
 			memset(rs, 0, sizeof(double) * (size_t)(H * T));
-		/* release layer l-1, prefetch layer l+1: page-table work of a few
-		 * ms per layer, on two threads at once */
+		/* release layer l-1, prefetch layer l+1, populate layer l: page-table
+		 * work of a few ms per layer, on two threads at once */
 		pages_job pj = {f->m, l - 1, l + 1, l};
 		fwd_timed_run(f, &f->tm.pages, pages_task, &pj);
 		f->rec_e = st->moe_experts ? st->moe_experts + (size_t)(l - 1) * T * f->K : NULL;

@@ -4,6 +4,7 @@
  * Sections under __AVX512F__ run first and leave nothing for the AVX2
  * sections after them; those leave the scalar tails.  See kern_impl.h. */
 #include "engine/kern_impl.h"
+#include "engine/round16.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -487,35 +488,28 @@ static double KS(exp_shift_to16)(float *y, uint16_t *yb, const float *x, long n,
 	long i = 0;
 	__m512 wm = _mm512_set1_ps(max), sc = _mm512_set1_ps(scale), b0 = _mm512_setzero_ps(),
 	       b1 = _mm512_setzero_ps();
-	const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
-#define R16(v, d) do { __m512i u_ = _mm512_castps_si512(v); \
-	u_ = _mm512_add_epi32(u_, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u_, 16), one))); \
-	_mm256_storeu_si256((__m256i *)(d), _mm512_cvtepi32_epi16(_mm512_srli_epi32(u_, 16))); } while (0)
 	for (; i + 32 <= n; i += 32) {
 		__m512 v0 = exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), sc), wm));
 		__m512 v1 = exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16), sc), wm));
 		_mm512_storeu_ps(y + i, v0);
 		_mm512_storeu_ps(y + i + 16, v1);
-		R16(v0, yb + i);
-		R16(v1, yb + i + 16);
+		_mm256_storeu_si256((__m256i *)(yb + i), round16_512(v0));
+		_mm256_storeu_si256((__m256i *)(yb + i + 16), round16_512(v1));
 		b0 = _mm512_add_ps(b0, v0);
 		b1 = _mm512_add_ps(b1, v1);
 	}
 	for (; i + 16 <= n; i += 16) {
 		__m512 v = exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), sc), wm));
 		_mm512_storeu_ps(y + i, v);
-		R16(v, yb + i);
+		_mm256_storeu_si256((__m256i *)(yb + i), round16_512(v));
 		b0 = _mm512_add_ps(b0, v);
 	}
-#undef R16
 	if (i < n) {   /* masked lanes: never stored nor summed */
 		__mmask16 k = tailmask(n - i);
 		__m512 v = _mm512_maskz_mov_ps(
 		        k, exp16_neg(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), sc), wm)));
 		_mm512_mask_storeu_ps(y + i, k, v);
-		__m512i u = _mm512_castps_si512(v);
-		u = _mm512_add_epi32(u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
-		_mm256_mask_storeu_epi16(yb + i, k, _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
+		_mm256_mask_storeu_epi16(yb + i, k, round16_512(v));
 		b0 = _mm512_add_ps(b0, v);
 	}
 	return hsum16(_mm512_add_ps(b0, b1));
@@ -527,12 +521,8 @@ static double KS(exp_shift_to16)(float *y, uint16_t *yb, const float *x, long n,
 		src = y;
 	}
 	double s = KS(exp_shift_to)(y, src, n, max);
-	for (long i = 0; i < n; i++) {
-		uint32_t u;
-		memcpy(&u, y + i, 4);
-		u += 0x7fffu + ((u >> 16) & 1);
-		yb[i] = (uint16_t)(u >> 16);
-	}
+	for (long i = 0; i < n; i++)
+		yb[i] = st_f32_to_bf16(y[i]);
 	return s;
 #endif
 }

@@ -22,7 +22,6 @@
 #include "engine/mm_impl.h"
 
 #include <immintrin.h>
-#include <string.h>
 
 /* r[c] = column c of the 16 x 16 matrix of 32-bit units whose rows are
  * r[0..15] */

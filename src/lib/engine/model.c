@@ -232,7 +232,8 @@ fail:
 
 /* The tensors of layer l (1..L) lie in one run per shard (a shard stores
  * tensors in name order, and "model.layers.L." names sort together): the
- * span of each run is released or prefetched in one call (st.h says why). */
+ * span of each run is released, prefetched or populated in one call (st.h
+ * says why), or a part of it (model_layer_populate's threads). */
 typedef enum span_op { SPAN_RELEASE, SPAN_PREFETCH, SPAN_POPULATE } span_op;
 
 /* part of nparts of a span: its bytes [part len / nparts, (part + 1) len / nparts) */
