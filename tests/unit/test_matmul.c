@@ -344,6 +344,47 @@ static void own_packing(void **state)
 		fail_msg("no shape took a blocked layout: the own packing went untested");
 }
 
+/* mm_w_suits: a packing suits the rows it was made for, and where it says
+ * a packing suits other rows, a packing made for them holds the same bytes
+ * (what lets the engine keep packings from pass to pass, forward.h) */
+static void suits(void **state)
+{
+	(void)state;
+	const long shp[][2] = {{64, 64}, {64, 172}, {256, 64}, {1152, 896}, {97, 130}};
+	const long Ms[] = {1, 7, 16, 37, 100, 512, 2048};
+	enum { NM = sizeof Ms / sizeof Ms[0] };
+	for (int mode = 0; mode < 2 - nobf16; mode++)
+		for (size_t t = 0; t < sizeof shp / sizeof shp[0]; t++) {
+			long N = shp[t][0], K = shp[t][1];
+			ss_mm *m;
+			ss_err e = {0};
+			assert_int_equal(mm_create(&m, (ss_compute)mode, 2, &e), 0);
+			float *W = malloc(sizeof *W * (size_t)(N * K));
+			assert_non_null(W);
+			for (long i = 0; i < N * K; i++)
+				W[i] = (float)((i * 7919) % 2001) / 1000.0f - 1.0f;
+			ss_mm_w *w[NM] = {NULL};
+			for (int a = 0; a < NM; a++)
+				assert_int_equal(mm_pack(m, &w[a], W, N, K, K, Ms[a], &e), 0);
+			for (int a = 0; a < NM; a++) {
+				if (!mm_w_suits(m, w[a], Ms[a]))
+					fail_msg("%s %ld x %ld: the packing for %ld rows does not suit them",
+					         mm_compute_name((ss_compute)mode), N, K, Ms[a]);
+				for (int b = 0; b < NM; b++)
+					if (mm_w_suits(m, w[a], Ms[b]) &&
+					    (mm_w_bytes(w[a]) != mm_w_bytes(w[b]) ||
+					     memcmp(mm_w_data(w[a]), mm_w_data(w[b]), mm_w_bytes(w[a]))))
+						fail_msg("%s %ld x %ld: the packing for %ld rows said to suit %ld rows, "
+						         "whose own packing differs", mm_compute_name((ss_compute)mode), N, K,
+						         Ms[a], Ms[b]);
+			}
+			for (int a = 0; a < NM; a++)
+				mm_w_free(w[a]);
+			free(W);
+			mm_free(m);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +393,7 @@ int main(void)
 		cmocka_unit_test(forced_ref),
 		cmocka_unit_test(pieces),
 		cmocka_unit_test(own_packing),
+		cmocka_unit_test(suits),
 	};
 	fflush(stdout);
 	pid_t pid = fork();   /* before any oneDNN call of this process */

@@ -418,21 +418,37 @@ static int pack_own(ss_mm *m, ss_mm_w *w, int wide, long N, long K, const ss_mm_
 	return 0;
 }
 
+/* the weights' layout oneDNN wants for a product of M_hint rows */
+static dnnl_status_t layout_for(ss_mm *m, long N, long K, long M_hint, dnnl_memory_desc_t *md)
+{
+	dnnl_memory_desc_t any;
+	dnnl_dims_t wd = {K, N};
+	dnnl_memory_desc_init_by_tag(&any, 2, wd, wtype(m), dnnl_format_tag_any);
+	dnnl_primitive_desc_t pd;
+	dnnl_status_t s = matmul_pd(m, &pd, M_hint < 1 ? 1 : M_hint, N, K, K, N, 0, &any);
+	if (s != dnnl_success)
+		return s;
+	*md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+	dnnl_primitive_desc_destroy(pd);
+	return dnnl_success;
+}
+
+int mm_w_suits(ss_mm *m, const ss_mm_w *w, long M_hint)
+{
+	dnnl_memory_desc_t md;
+	return layout_for(m, w->N, w->K, M_hint, &md) == dnnl_success && dnnl_memory_desc_equal(&w->md, &md);
+}
+
 static int pack(ss_mm *m, ss_mm_w **wp, long N, long K, long M_hint, const ss_mm_piece *pc, int np,
                 ss_err *e)
 {
 	if (M_hint < 1)
 		M_hint = 1;
-	dnnl_memory_desc_t any;
-	dnnl_dims_t wd = {K, N};
-	dnnl_memory_desc_init_by_tag(&any, 2, wd, wtype(m), dnnl_format_tag_any);
-	dnnl_primitive_desc_t pd;
-	dnnl_status_t s = matmul_pd(m, &pd, M_hint, N, K, K, N, 0, &any);
+	dnnl_memory_desc_t md;
+	dnnl_status_t s = layout_for(m, N, K, M_hint, &md);
 	if (s != dnnl_success)
 		return ss_err_set(e, "oneDNN: no %s matmul for %ld x %ld x %ld (status %d)",
 		                  mm_compute_name(m->mode), M_hint, N, K, (int)s);
-	dnnl_memory_desc_t md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-	dnnl_primitive_desc_destroy(pd);
 	ss_mm_w *w = *wp;
 	size_t bytes = dnnl_memory_desc_get_size(&md);
 	int fresh = !w;

@@ -77,6 +77,10 @@ typedef struct ss_mm_piece {
 } ss_mm_piece;
 int mm_pack_pieces(ss_mm *m, ss_mm_w **w, long N, long K, long M_hint, const ss_mm_piece *pc,
                    int np, ss_err *e);
+/* 1 when a packing made now for M_hint rows would have w's layout (a
+ * packing kept from a pass over another number of tokens then serves as
+ * it is, the same bytes a new one would hold) */
+int mm_w_suits(ss_mm *m, const ss_mm_w *w, long M_hint);
 void mm_w_free(ss_mm_w *w);
 long mm_w_rows(const ss_mm_w *w);      /* N */
 long mm_w_cols(const ss_mm_w *w);      /* K */
