@@ -194,7 +194,8 @@ static int write_text_out(const tok *t, const int32_t *ids, long n, ss_err *e)
 }
 
 /* One sequence through the loaded model into one HDF5 file. */
-static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, const tok *tk, ss_err *e)
+static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, const tok *tk,
+                   ss_fwd_keep **keep, ss_err *e)
 {
 	const char *opath = q->out ? q->out : out_path;
 	int to_stdout = !opath || !strcmp(opath, "-");
@@ -224,7 +225,12 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 			ss_err_prefix(e, "--layers");
 		goto done;
 	}
-	if (ss_mem_check(rec_memory(c, &acts, T, (int)threads, to_stdout), M->weight_bytes, max_mem, PROG,
+	double need = rec_memory(c, &acts, T, (int)threads, to_stdout);
+	if (*keep && need + fwd_keep_bytes(M, compute) > max_mem) {   /* this sequence needs the room */
+		fwd_keep_free(*keep);
+		*keep = NULL;
+	}
+	if (ss_mem_check(need + (*keep ? fwd_keep_bytes(M, compute) : 0), M->weight_bytes, max_mem, PROG,
 	                 M->dir, q->name, T, e) < 0)
 		goto done;
 	ss_rec_times times;
@@ -238,7 +244,7 @@ static int run_one(int argc, char **argv, const ss_model *M, const ss_seq *q, co
 		               NULL, NULL};
 		if (gst_fill(&gen_st, T, &st, e) < 0)
 			goto done;
-	} else if (rec_run(M, q->ids, T, (int)threads, compute, &acts, &tr, h5, PROG, &times, e) < 0) {
+	} else if (rec_run(M, q->ids, T, (int)threads, compute, *keep, &acts, &tr, h5, PROG, &times, e) < 0) {
 		goto done;
 	}
 	double t1 = ss_now();
@@ -273,7 +279,12 @@ static int run_model(int argc, char **argv, ss_seqs *s, const tok *tk, ss_err *e
 	if (model_load(&M, model_dir, e) < 0)
 		return -1;
 	int rc = 0;
-	if (gen_n && text_out && !tk)
+	/* several sequences: the first one's packed weights serve the rest
+	 * when they take at most half of --max-memory (forward.h) */
+	ss_fwd_keep *keep = NULL;
+	if (s->n > 1 && fwd_keep_bytes(&M, compute) <= 0.5 * max_mem)
+		rc = fwd_keep_create(&keep, &M, compute, (int)threads, e);
+	if (!rc && gen_n && text_out && !tk)
 		rc = ss_err_set(e, "--text-out needs a tokenizer: %s/tokenizer.json is absent "
 		                "(use --tokenizer FILE)", model_dir);
 	for (size_t i = 0; !rc && i < s->n; i++) {
@@ -281,13 +292,14 @@ static int run_model(int argc, char **argv, ss_seqs *s, const tok *tk, ss_err *e
 		if (gen_n)
 			rc = generate(&M, &s->v[i], tk, &n_new, e);
 		if (!rc)
-			rc = run_one(argc, argv, &M, &s->v[i], tk, e);
+			rc = run_one(argc, argv, &M, &s->v[i], tk, &keep, e);
 		if (gen_rec)
 			gst_free(&gen_st);
 		gen_rec = 0;
 		if (!rc && text_out)
 			rc = write_text_out(tk, s->v[i].ids + s->v[i].T - n_new, n_new, e);
 	}
+	fwd_keep_free(keep);
 	model_free(&M);
 	return rc;
 }

@@ -48,7 +48,7 @@ $PY "$SS_ROOT/tests/tools/mkmodel.py" --arch qwen2 --layers 4 --hidden 512 --hea
 actdump -m f16 --ids ids200 --timings -o f16.h5 2>f16.err
 for f in q2200 f16; do
 	parts=$(awk '/time: projections/ {
-		for (i = 1; i <= NF; i++) if ($(i+1) == "s" || $(i+1) == "s,") { v = $i + 0; if (v < 0) bad = 1; sum += v; n++ }
+		for (i = 1; i <= NF; i++) if ($(i+1) == "s" || $(i+1) == "s," || $(i+1) == "s;") { v = $i + 0; if (v < 0) bad = 1; sum += v; n++ }
 		print (bad ? "negative" : "ok"), n, sum }' $f.err)
 	fw=$(sed -n 's/.* forward \([0-9.]*\) s.*/\1/p' $f.err)
 	t_eq "$f: six non-negative parts" "ok 6" "$(echo "$parts" | cut -d' ' -f1,2)"

@@ -53,6 +53,55 @@ double fwd_resident_bytes(const ss_model *m)
 	return 2.0 * mats * L + per;
 }
 
+/* ---- packings kept from pass to pass (forward.h) ------------------------ */
+
+int fwd_keep_create(ss_fwd_keep **out, const ss_model *m, ss_compute mode, int threads, ss_err *e)
+{
+	ss_fwd_keep *k = ss_calloc(1, sizeof *k, "kept packings", e);
+	if (!k)
+		return -1;
+	k->m = m, k->mode = mode, k->threads = threads > 0 ? threads : 1;
+	if (!(k->layer = ss_calloc((size_t)m->c.n_layers, sizeof *k->layer, "kept packings", e)) ||
+	    mm_create(&k->mm, mode, k->threads, e) < 0) {
+		fwd_keep_free(k);
+		return -1;
+	}
+	*out = k;
+	return 0;
+}
+
+void fwd_keep_free(ss_fwd_keep *k)
+{
+	if (!k)
+		return;
+	for (long l = 0; k->layer && l < k->m->c.n_layers; l++) {
+		for (int i = 0; i < k->layer[l].n; i++)
+			mm_w_free(k->layer[l].v[i].pw);
+		free(k->layer[l].v);
+	}
+	free(k->layer);
+	mm_free(k->mm);
+	free(k);
+}
+
+double fwd_keep_bytes(const ss_model *m, ss_compute mode)
+{
+	/* a layer's weights, all of them matrices as far as this estimate goes,
+	 * in the packings' type, with 2% for their blocks' padding */
+	double per = (double)model_layer_f32_bytes(&m->c) / 4 * (mode == SS_COMPUTE_BF16 ? 2 : 4);
+	return 1.02 * per * (double)m->c.n_layers;
+}
+
+size_t fwd_keep_held(const ss_fwd_keep *k)
+{
+	return k->bytes;
+}
+
+long fwd_keep_made(const ss_fwd_keep *k)
+{
+	return k->made;
+}
+
 static void dims(const ss_config *c, long *qdim, long *kvdim, long *half)
 {
 	*qdim = c->n_heads * c->head_dim;
@@ -153,6 +202,14 @@ int fwd_create(ss_fwd **out, const ss_model *m, const ss_fwd_opts *o, long max_T
 		f->emul16 = 1;
 		f->w16 = !strcmp(m->weight_dtype, "bf16");
 	}
+	ss_fwd_keep *k = f->o.keep;
+	if (k && f->mm && !f->o.resident && !f->o.resident_f32 && k->m == m && k->mode == f->compute &&
+	    k->threads == f->nth) {   /* the store's engine and primitives, its packings */
+		mm_free(f->mm);
+		f->mm = k->mm;
+		f->keep = k;
+		k->fwd++;
+	}
 	f->lwn = fwd_layout(f, NULL);
 	int rb = f->o.resident && !f->o.resident_f32 && fwd_resident_bf16(m);
 	if (!(f->lw = ss_malloc_big(f->lwn * (f->o.resident && !rb ? c->n_layers : 1), sizeof(float),
@@ -243,7 +300,8 @@ void fwd_free(ss_fwd *f)
 	for (int i = 0; i < f->npk; i++)
 		mm_w_free(f->pk[i].pw);
 	free(f->pk);
-	mm_free(f->mm);
+	if (!f->keep)
+		mm_free(f->mm);
 	attn_free(f->attn);
 	free(f->lw);
 	free(f->x);
@@ -401,7 +459,11 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 	/* weights stream through memory: a layer's pages are read ahead while
 	 * the previous layer computes and leave once converted (model.h) */
 	model_tensor_release(f->m, f->m->embed);
-	model_layer_prefetch(f->m, 1);
+	/* a layer whose packings are all kept: its matrices stay unmapped */
+	const ss_fwd_keep *kp = f->keep;
+#define KEPT(l) (kp && (l) >= 1 && (l) <= L && kp->layer[(l) - 1].complete)
+	if (!KEPT(1))
+		model_layer_prefetch(f->m, 1);
 	stats_resid(f, x, T, f->rnorm, NULL);
 	if (fwd_check_finite(f->rnorm, T, 0, "resid", 0, e) < 0)
 		return ss_err_prefix(e, "%s", dir);
@@ -413,13 +475,15 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 			memset(rs, 0, sizeof(double) * (size_t)(H * T));
 		/* release layer l-1, prefetch layer l+1, populate layer l: page-table
 		 * work of a few ms per layer, on two threads at once */
-		pages_job pj = {f->m, l - 1, l + 1, l};
+		pages_job pj = {f->m, l - 1, KEPT(l + 1) ? 0 : l + 1, KEPT(l) ? 0 : l};
 		fwd_timed_run(f, &f->tm.pages, pages_task, &pj);
 		f->rec_e = st->moe_experts ? st->moe_experts + (size_t)(l - 1) * T * f->K : NULL;
 		f->rec_w = st->moe_experts ? st->moe_weights + (size_t)(l - 1) * T * f->K : NULL;
 		if (fwd_layer_run(f, l, x, 0, T, f->k, f->v, rs, T, st->attn_out_norm ? st->attn_out_norm + (l - 1) * T : NULL,
 		          st->mlp_out_norm ? st->mlp_out_norm + (l - 1) * T : NULL, f->rnorm, e) < 0)
 			return ss_err_prefix(e, "%s", dir);
+		if (f->keep && !f->mm_failed)
+			f->keep->layer[l - 1].complete = 1;
 		if (st->recv)
 			for (long h = 0; h < H; h++)
 				for (long j = 0; j < T; j++)
@@ -430,6 +494,7 @@ int fwd_prefill(ss_fwd *f, const int32_t *ids, long T, ss_stats *st, float *h_ou
 		if (f->o.progress)
 			f->o.progress(f->o.progress_ctx, l, (int)L);
 	}
+#undef KEPT
 	model_release_all(f->m);   /* layer L and anything else still mapped */
 	if (h_out)
 		memcpy(h_out, x, sizeof(float) * (size_t)(T * f->D));

@@ -83,6 +83,25 @@ typedef struct ss_sel_view {
 typedef int (*ss_select_fn)(void *ctx, const ss_sel_view *v, long t0, long *n,
                             const struct ss_attn_sel **sel, const struct ss_attn_meas **meas);
 
+/* Packed weights kept from one pass to the next (actdump over several
+ * sequences): every layer's matrices stay packed for the matmul after the
+ * first pass, so later passes, over any number of tokens, neither map nor
+ * convert them.  A packing laid out for another number of rows than a
+ * later product's first is made again (mm_w_suits), so each pass computes
+ * exactly what it would without the store.  Holds fwd_keep_bytes of
+ * memory once full.  Bound to one model, compute mode and thread count;
+ * used by one ss_fwd at a time, created with ss_fwd_opts.keep pointing to
+ * it and neither resident nor resident_f32 (elsewhere it is ignored, as on
+ * a CPU without a blocked matmul for the mode). */
+typedef struct ss_fwd_keep ss_fwd_keep;
+int fwd_keep_create(ss_fwd_keep **out, const ss_model *m, ss_compute mode, int threads, ss_err *e);
+void fwd_keep_free(ss_fwd_keep *k);
+/* what a full store holds for m in mode (bytes, about: packings pad) */
+double fwd_keep_bytes(const ss_model *m, ss_compute mode);
+/* packings held (bytes) and made so far (a pass that found them all: none) */
+size_t fwd_keep_held(const ss_fwd_keep *k);
+long fwd_keep_made(const ss_fwd_keep *k);
+
 typedef struct ss_fwd_opts {
 	int threads;              /* worker threads incl. the caller; <= 0: 1 */
 	long block;               /* tokens per projection/MLP block; 0: 1024 */
@@ -104,6 +123,7 @@ typedef struct ss_fwd_opts {
 	                             SS_COMPUTE_BF16; ss_fwd's `compute` copies it */
 	void (*progress)(void *ctx, int layers_done, int n_layers); /* NULL: none */
 	void *progress_ctx;
+	ss_fwd_keep *keep;        /* NULL: a layer's packings last one layer */
 } ss_fwd_opts;
 
 /* Statistics (DESIGN.md section 1), accumulated in double, stored in f32 in
@@ -155,6 +175,7 @@ int fwd_queries(ss_fwd *f, int l, const float *h_prev, long t0, long n, float *q
 typedef struct ss_fwd_times {
 	double linear, attention, convert, rows, pages;   /* seconds */
 	double linear_flop, attention_flop;
+	long packed, kept;   /* matrices packed in the pass; found packed (ss_fwd_keep) */
 } ss_fwd_times;
 void fwd_times(const ss_fwd *f, ss_fwd_times *t);
 /* the seconds of all the parts above together */

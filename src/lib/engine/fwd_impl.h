@@ -113,6 +113,9 @@ struct ss_fwd {
 		ss_mm_w *pw;
 	} *pk;                  /* a layer's matrices, its experts' too (grown) */
 	int npk, cap_pk;
+	/* packings kept from pass to pass (ss_fwd_opts.keep; NULL: none): the
+	 * store's packings of layer cur replace pk, and its ss_mm is mm */
+	ss_fwd_keep *keep;
 	int mm_failed;          /* oneDNN refused a product: sgemm from then on */
 	/* --compute bf16 where oneDNN has no bf16 matmul (a CPU without
 	 * AVX512_BF16 or AMX): the layer products run as sgemm on inputs and
@@ -121,6 +124,33 @@ struct ss_fwd {
 	int emul16, w16;
 	float *a16;
 	size_t a16n;
+};
+
+/* The packings kept from pass to pass (forward.h): per layer, each matrix
+ * by its place in the layer buffer (off floats from the layer's start),
+ * with the rows of the product it was laid out for (M) and the ss_fwd
+ * (fwd: the store's count of them when it was attached) and layer
+ * generation (wgen) in which it was last found to suit; complete: a whole
+ * pass of the layer made its products from them (the next pass need not
+ * map the layer's matrices in). */
+typedef struct fwd_kept {
+	long off, N, K, ldw, M;
+	unsigned long fwd, gen;
+	ss_mm_w *pw;
+} fwd_kept;
+
+struct ss_fwd_keep {
+	const ss_model *m;
+	ss_compute mode;
+	int threads;
+	ss_mm *mm;
+	struct fwd_keep_layer {
+		fwd_kept *v;
+		int n, cap, complete;
+	} *layer;                /* [L] */
+	unsigned long fwd;       /* ss_fwd attached so far */
+	size_t bytes;            /* of the packings held */
+	long made;               /* packings made (or remade) so far */
 };
 
 /* ---- fwd_ops.c ---- */

@@ -196,10 +196,81 @@ void fwd_gemv_bf16(ss_fwd *f, long N, long K, const float *x, const uint16_t *W,
 	f->tm.linear_flop += 2.0 * (double)N * (double)K;
 }
 
+/* W's packing made into *pw (a packing to overwrite, or NULL): from the
+ * mapping's pieces as stored, else from lw converted; 0, or -1 (sgemm
+ * then).  The whole of it is conversion: a matrix converted in
+ * fwd_mat_ensure below adds its own time to tm.convert, counted once. */
+static int make_packing(ss_fwd *f, const float *W, const uint16_t *Wb, long N, long K, long ldw, long M,
+                        ss_mm_w **pw)
+{
+	ss_err e = {0};
+	double t = ss_now(), c0 = f->tm.convert;
+	ss_mm_piece pc[64];
+	int np = Wb || ldw != K ? 0 : fwd_mat_pieces(f, W, N, K, pc, 64), rc = -1;
+	if (np > 0)   /* from the mapping as it is */
+		rc = mm_pack_pieces(f->mm, pw, N, K, M, pc, np, &e);
+	if (rc < 0) {
+		if (np)   /* pieces oneDNN would not take: from lw, converted */
+			fwd_mat_ensure(f, W, N * K);
+		rc = Wb ? mm_pack_bf16(f->mm, pw, Wb, N, K, ldw, M, &e) : mm_pack(f->mm, pw, W, N, K, ldw, M, &e);
+	}
+	f->tm.convert = c0 + (ss_now() - t);
+	f->tm.packed += rc == 0;
+	return rc;
+}
+
+/* W's packing from the store (ss_fwd_keep): found, and checked once a
+ * layer run to suit this product's rows, or made into it */
+static const ss_mm_w *kept(ss_fwd *f, const float *W, long N, long K, long ldw, long M)
+{
+	ss_fwd_keep *k = f->keep;
+	struct fwd_keep_layer *kl = &k->layer[f->cur - 1];
+	long off = (long)(W - f->lw);
+	fwd_kept *p = NULL;
+	for (int i = 0; i < kl->n && !p; i++)
+		if (kl->v[i].off == off && kl->v[i].N == N && kl->v[i].K == K && kl->v[i].ldw == ldw)
+			p = &kl->v[i];
+	int now = p && p->fwd == k->fwd && p->gen == f->wgen;   /* checked in this layer run */
+	if (p && (now || p->M == M || mm_w_suits(f->mm, p->pw, M))) {
+		f->tm.kept += !now;
+		p->fwd = k->fwd, p->gen = f->wgen, p->M = M;
+		return p->pw;
+	}
+	if (!p) {
+		if (kl->n == kl->cap) {
+			int cap = kl->cap ? 2 * kl->cap : 8;
+			fwd_kept *v = realloc(kl->v, (size_t)cap * sizeof *v);
+			if (!v)
+				return NULL;
+			kl->v = v, kl->cap = cap;
+		}
+		p = &kl->v[kl->n++];
+		*p = (fwd_kept){.off = off, .N = N, .K = K, .ldw = ldw};
+	}
+	size_t old = p->pw ? mm_w_bytes(p->pw) : 0;
+	if (make_packing(f, W, NULL, N, K, ldw, M, &p->pw) < 0) {
+		/* the entry goes, with what a failed repacking left in it */
+		mm_w_free(p->pw);
+		k->bytes -= old;
+		*p = kl->v[--kl->n];
+		return NULL;
+	}
+	k->bytes += mm_w_bytes(p->pw) - old;
+	k->made++;
+	p->fwd = k->fwd, p->gen = f->wgen, p->M = M;
+	return p->pw;
+}
+
 /* W's packing for the matmul (NULL: none could be made; sgemm then) */
 static const ss_mm_w *packed(ss_fwd *f, const float *W, const uint16_t *Wb, long N, long K,
                              long ldw, long M)
 {
+	if (f->keep && !Wb) {
+		const ss_mm_w *w = kept(f, W, N, K, ldw, M);
+		if (!w)
+			f->mm_failed = 1;
+		return w;
+	}
 	struct fwd_pack *reuse = NULL;
 	for (int i = 0; i < f->npk; i++) {
 		struct fwd_pack *p = &f->pk[i];
@@ -223,22 +294,7 @@ static const ss_mm_w *packed(ss_fwd *f, const float *W, const uint16_t *Wb, long
 		reuse = &f->pk[f->npk++];
 		reuse->pw = NULL;
 	}
-	ss_err e = {0};
-	/* the whole of it is conversion: a matrix converted in fwd_mat_ensure
-	 * below adds its own time to tm.convert, counted once here */
-	double t = ss_now(), c0 = f->tm.convert;
-	ss_mm_piece pc[64];
-	int np = Wb || ldw != K ? 0 : fwd_mat_pieces(f, W, N, K, pc, 64), rc = -1;
-	if (np > 0)   /* from the mapping as it is */
-		rc = mm_pack_pieces(f->mm, &reuse->pw, N, K, M, pc, np, &e);
-	if (rc < 0) {
-		if (np)   /* pieces oneDNN would not take: from lw, converted */
-			fwd_mat_ensure(f, W, N * K);
-		rc = Wb ? mm_pack_bf16(f->mm, &reuse->pw, Wb, N, K, ldw, M, &e)
-		        : mm_pack(f->mm, &reuse->pw, W, N, K, ldw, M, &e);
-	}
-	f->tm.convert = c0 + (ss_now() - t);
-	if (rc < 0) {
+	if (make_packing(f, W, Wb, N, K, ldw, M, &reuse->pw) < 0) {
 		f->mm_failed = 1;
 		return NULL;
 	}

@@ -185,15 +185,15 @@ static double cpu_seconds(void)
 }
 
 int rec_run(const ss_model *M, const int32_t *ids, long T, int threads, ss_compute compute,
-            ss_rec_acts *a,
-            ss_trace *tr, ss_h5 *h5, const char *prog, ss_rec_times *times, ss_err *e)
+            ss_fwd_keep *keep, ss_rec_acts *a, ss_trace *tr, ss_h5 *h5, const char *prog,
+            ss_rec_times *times, ss_err *e)
 {
 	if (a->n_on && acts_open(a, h5, T, M->c.dim, e) < 0)
 		return -1;
 	prog_ctx pc = {.T = T, .prog = prog};
 	ss_progress_start(&pc.p, prog);
 	ss_fwd_opts fo = {.threads = threads, .compute = compute, .hook = a->n_on ? capture_hook : NULL, .hook_ctx = a,
-	                  .progress = on_layer, .progress_ctx = &pc};
+	                  .progress = on_layer, .progress_ctx = &pc, .keep = keep};
 	double t0 = ss_now(), c0 = cpu_seconds();
 	ss_fwd *fwd = NULL;
 	int rc = fwd_create(&fwd, M, &fo, T, e);
@@ -237,10 +237,10 @@ void rec_times_print(FILE *f, const char *prog, long T, long L, int threads, con
 	        (double)T / compute, write_s, t->cpu, (double)T * (double)threads / t->cpu, threads);
 	fprintf(f, "%s: time: projections %.3f s (%.6g GFLOP, %.1f GFLOP/s), attention %.3f s "
 	        "(%.6g GFLOP, %.1f GFLOP/s), weight conversion %.3f s, row kernels %.3f s, paging %.3f s, "
-	        "rest %.3f s\n",
+	        "rest %.3f s; matrices packed %ld, kept from an earlier sequence %ld\n",
 	        prog, ft->linear, ft->linear_flop / 1e9, ft->linear_flop / ft->linear / 1e9, ft->attention,
 	        ft->attention_flop / 1e9, ft->attention_flop / ft->attention / 1e9, ft->convert, ft->rows,
-	        ft->pages, t->forward - fwd_times_parts(ft));
+	        ft->pages, t->forward - fwd_times_parts(ft), ft->packed, ft->kept);
 	fprintf(f, "%s: kernels (%s): attention %s (bf16 compute: %s), rows %s, bf16/f16 rows %s\n", prog,
 	        ss_isa_name(ss_cpu_isa()), attn_kernels_name(), attn_kernels16_name(), k_kernels_name(),
 	        st_conv_kernels_name());

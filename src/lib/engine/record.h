@@ -74,10 +74,11 @@ typedef struct ss_rec_times {
  * through M with `threads` threads: the statistics into tr (for a mixture
  * of experts also each token's experts and router weights, allocated here),
  * the activations into h5 layer by layer.  Progress on stderr (a terminal) as "PROG: layer
- * l/L".  times may be NULL. */
+ * l/L".  keep: packed weights kept from run to run (forward.h), or NULL.
+ * times may be NULL. */
 int rec_run(const ss_model *M, const int32_t *ids, long T, int threads, ss_compute compute,
-            ss_rec_acts *a,
-            ss_trace *tr, ss_h5 *h5, const char *prog, ss_rec_times *times, ss_err *e);
+            ss_fwd_keep *keep, ss_rec_acts *a, ss_trace *tr, ss_h5 *h5, const char *prog,
+            ss_rec_times *times, ss_err *e);
 
 /* Two lines on f: tokens, layers, threads, the forward pass's wall time and
  * rate, the part writing /acts, the final write (write_s seconds), CPU
