@@ -23,7 +23,7 @@
 # Pythia's layers, 4 of the others').  A vocabulary of 32000 where theirs is
 # larger: a stats-only prefill reads only the embedding rows of its ids.  The machine is shared and noisy:
 # compare the ratios (each round's % of the matmul-implied rate), not tok/s.
-# BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2), BENCH_DEPTH,
+# BENCH_T (default 512), BENCH_ROUNDS (default 3), BENCH_THREADS (default 2), BENCH_DEPTH, BENCH_KEPT,
 # BENCH_FAMILIES (qwen2-0.5b and the names above; default all).
 # Both compute modes come from prefillbench, each against its own mode's
 # oneDNN matmul rate in the same process.
@@ -60,11 +60,16 @@ esac
 order=(gpt2-small pythia-410m gemma2-2b olmo2-1b moe-small)
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $TH threads, T=$T, $R rounds"
 M=$B/qwen05-shape
+# each mode as a pass that packs its weights, and one that finds them kept
+# from an earlier pass (MODE-kept: actdump's rows after the first; the
+# yardsticks' weights are packed beforehand too); BENCH_KEPT=0: only the first
+PBMODES=f32,bf16
+[ "${BENCH_KEPT:-1}" = 0 ] || PBMODES=f32,bf16,f32-kept,bf16-kept
 [[ " ${BENCH_FAMILIES:-qwen2-0.5b} " == *" qwen2-0.5b "* ]] && . "$SS_ROOT/tests/bench/qwen05_model"
 summary=()
 bench() {   # NAME DIR
 	echo "## $1 ($(du -sm "$2" | cut -f1) MiB)"
-	"$SS_BUILD/tools/prefillbench" "$2" "$T" "$TH" "$R" | tee "$B/$1.prefill" || return 1
+	"$SS_BUILD/tools/prefillbench" "$2" "$T" "$TH" "$R" "$PBMODES" | tee "$B/$1.prefill" || return 1
 	summary+=("$(printf '%-12s %s' "$1" "$(grep '^summary' "$B/$1.prefill" | sed 's/^summary T=[0-9]*: //')")")
 }
 prof=()

@@ -2,7 +2,12 @@
  * rate of oneDNN's matmul at the model's shapes (engine/matmul.h), f32 and
  * bf16, interleaved in one process (tests/bench/actdump.sh, families.sh).
  *   usage: prefillbench MODEL_DIR T THREADS ROUNDS [MODES]
- *   ROUNDS 0: one ref window; MODES: f32,bf16 (default), f32 or bf16
+ *   ROUNDS 0: one ref window; MODES: a comma-separated list of f32, bf16,
+ *   f32-kept and bf16-kept (default f32,bf16).  MODE-kept: the pass with
+ *   the packed weights kept from an earlier one (ss_fwd_keep, forward.h:
+ *   actdump's rows after the first), the store filled by one pass per mode
+ *   before the rounds; each such round says how many packings it made
+ *   (none, unless a layout needed remaking).
  *
  * This machine's speed drifts by 10-20% within seconds, so a matmul figure
  * taken before a separate actdump process says little about the run that
@@ -46,7 +51,8 @@
 #include "engine/model.h"
 #include "util/progress.h"
 
-enum { NMODE = 2, MAXP = 8 };
+enum { NMODE = 2, NVAR = 2 * NMODE, MAXP = 8 };
+static const char *const vname[NVAR] = {"f32", "bf16", "f32-kept", "bf16-kept"};
 
 static double cpu_now(void)
 {
@@ -153,14 +159,24 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	long T = atol(argv[2]), th = atol(argv[3]), rounds = atol(argv[4]);
-	int use[NMODE] = {1, 1};
+	/* variants v = mode + NMODE kept: f32, bf16, f32-kept, bf16-kept */
+	int use[NVAR] = {1, 1, 0, 0};
 	if (argc == 6) {
-		use[0] = !strcmp(argv[5], "f32") || !strcmp(argv[5], "f32,bf16") || !strcmp(argv[5], "bf16,f32");
-		use[1] = !strcmp(argv[5], "bf16") || !strcmp(argv[5], "f32,bf16") || !strcmp(argv[5], "bf16,f32");
-		if (!use[0] && !use[1]) {
-			fprintf(stderr, "prefillbench: MODES: expected f32,bf16, f32 or bf16, not '%s'\n", argv[5]);
-			return 2;
+		memset(use, 0, sizeof use);
+		char *list = strdup(argv[5]);
+		for (char *tk = strtok(list, ","); tk; tk = strtok(NULL, ",")) {
+			int v = -1;
+			for (int i = 0; i < NVAR; i++)
+				if (!strcmp(tk, vname[i]))
+					v = i;
+			if (v < 0) {
+				fprintf(stderr, "prefillbench: MODES: expected a list of f32, bf16, f32-kept, bf16-kept, "
+				        "not '%s'\n", tk);
+				return 2;
+			}
+			use[v] = 1;
 		}
+		free(list);
 	}
 	if (T < 1 || th < 1 || rounds < 0) {
 		fprintf(stderr, "prefillbench: T and THREADS must be positive, ROUNDS at least 0\n");
@@ -212,7 +228,7 @@ int main(int argc, char **argv)
 		calloc((size_t)(c->n_layers * T), 4), calloc((size_t)(c->n_layers * T), 4),
 		calloc((size_t)(c->n_layers * c->n_heads * T), 4), NULL, NULL};
 	/* per mode: sustained, best, quiet sustained, quiet best, of sgemm, GFLOP/s */
-	double *ratio = malloc(sizeof(double) * 6 * NMODE * (size_t)(rounds + 1));
+	double *ratio = malloc(sizeof(double) * 6 * NVAR * (size_t)(rounds + 1));
 	if (!r.A || !r.C || !W || !ids || !st.resid_norm || !st.resid_cos0 || !st.attn_out_norm ||
 	    !st.mlp_out_norm || !st.recv || !ratio) {
 		fprintf(stderr, "prefillbench: out of memory\n");
@@ -248,15 +264,32 @@ int main(int argc, char **argv)
 	double flop_tok = lin_tok + attn_tok;
 	printf("# prefillbench T=%ld threads=%ld: model %.1f MFLOP/token (attention %.1f)\n", T, th,
 	       flop_tok / 1e6, attn_tok / 1e6);
-	double *rs[NMODE], *rb[NMODE], *qs[NMODE], *qb[NMODE], *rg[NMODE], *gf[NMODE];
-	int nq[NMODE] = {0};
+	double *rs[NVAR], *rb[NVAR], *qs[NVAR], *qb[NVAR], *rg[NVAR], *gf[NVAR];
+	int nq[NVAR] = {0};
+	for (int v = 0; v < NVAR; v++) {
+		rs[v] = ratio + (4 * v + 0) * rounds;
+		rb[v] = ratio + (4 * v + 1) * rounds;
+		qs[v] = ratio + (4 * v + 2) * rounds;
+		qb[v] = ratio + (4 * v + 3) * rounds;
+		rg[v] = ratio + (4 * NVAR + 2 * v + 0) * rounds;
+		gf[v] = ratio + (4 * NVAR + 2 * v + 1) * rounds;
+	}
+	/* the kept variants: a store per mode, filled by one pass before the
+	 * rounds (not timed), as actdump's first sequence fills it for the rest */
+	ss_fwd_keep *keep[NMODE] = {NULL, NULL};
 	for (int md = 0; md < NMODE; md++) {
-		rs[md] = ratio + (4 * md + 0) * rounds;
-		rb[md] = ratio + (4 * md + 1) * rounds;
-		qs[md] = ratio + (4 * md + 2) * rounds;
-		qb[md] = ratio + (4 * md + 3) * rounds;
-		rg[md] = ratio + (4 * NMODE + 2 * md + 0) * rounds;
-		gf[md] = ratio + (4 * NMODE + 2 * md + 1) * rounds;
+		if (!use[NMODE + md])
+			continue;
+		ss_fwd_opts o = {.threads = (int)th, .compute = (ss_compute)md};
+		ss_fwd *f = NULL;
+		if (fwd_keep_create(&keep[md], &m, (ss_compute)md, (int)th, &e) < 0 ||
+		    (o.keep = keep[md], fwd_create(&f, &m, &o, T, &e) < 0) || fwd_prefill(f, ids, T, &st, NULL, &e) < 0) {
+			fprintf(stderr, "prefillbench: %s\n", e.msg);
+			return 1;
+		}
+		fwd_free(f);
+		printf("kept %s: %.1f MB of packings (%ld made) after the filling pass\n", mm_compute_name((ss_compute)md),
+		       (double)fwd_keep_held(keep[md]) / 1e6, fwd_keep_made(keep[md]));
 	}
 	double sust0[NMODE + 1], best0[NMODE + 1];
 	if (ref_window(&r, sust0, best0, &e) < 0) {
@@ -264,13 +297,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (long k = 0; k < rounds; k++)
-		for (int md = 0; md < NMODE; md++) {
-			if (!use[md])
+		for (int v = 0; v < NVAR; v++) {
+			if (!use[v])
 				continue;
+			int md = v % NMODE;
 			const char *mn = mm_compute_name((ss_compute)md);
 			pause_s(0.3);
-			ss_fwd_opts o = {.threads = (int)th, .compute = (ss_compute)md};
+			ss_fwd_opts o = {.threads = (int)th, .compute = (ss_compute)md, .keep = v >= NMODE ? keep[md] : NULL};
 			ss_fwd *f = NULL;
+			long made0 = o.keep ? fwd_keep_made(o.keep) : 0;
 			double b0 = busy_s(), c0 = cpu_now(), t0 = ss_now();
 			if (fwd_create(&f, &m, &o, T, &e) < 0 || fwd_prefill(f, ids, T, &st, NULL, &e) < 0) {
 				fprintf(stderr, "prefillbench: %s\n", e.msg);
@@ -289,23 +324,26 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			double tok = (double)T / wall, gs = (sust0[md] + sust1[md]) / 2, gb = (best0[md] + best1[md]) / 2;
-			rs[md][k] = 100 * tok / (gs * 1e9 / flop_tok);
-			rb[md][k] = 100 * tok / (gb * 1e9 / flop_tok);
+			rs[v][k] = 100 * tok / (gs * 1e9 / flop_tok);
+			rb[v][k] = 100 * tok / (gb * 1e9 / flop_tok);
 			double gsg = (sust0[NMODE] + sust1[NMODE]) / 2;
-			rg[md][k] = 100 * tok / (gsg * 1e9 / flop_tok);
-			gf[md][k] = tok * flop_tok / 1e9;
+			rg[v][k] = 100 * tok / (gsg * 1e9 / flop_tok);
+			gf[v][k] = tok * flop_tok / 1e9;
 			if (foreign <= 0.25) {
-				qs[md][nq[md]] = rs[md][k];
-				qb[md][nq[md]++] = rb[md][k];
+				qs[v][nq[v]] = rs[v][k];
+				qb[v][nq[v]++] = rb[v][k];
 			}
+			char made[48] = "";
+			if (o.keep)
+				snprintf(made, sizeof made, "; %ld packings made", fwd_keep_made(o.keep) - made0);
 			printf("round %ld %s: %.2f tok/s (%.1f GFLOP/s) = %.1f%% of oneDNN-%s-implied %.1f (sustained %.1f GFLOP/s) and "
 			       "%.1f%% of %.1f (best %.1f GFLOP/s), %.1f%% of OpenBLAS-sgemm-implied %.1f (%.1f GFLOP/s); projections %.1f GFLOP/s, attention %.1f GFLOP/s; "
 			       "time: projections %.3f s, attention %.3f s, conversion %.3f s, rows %.3f s, paging %.3f s, "
-			       "rest %.3f s; foreign load %.2f cores%s\n",
-			       k + 1, mn, tok, gf[md][k], rs[md][k], mn, gs * 1e9 / flop_tok, gs, rb[md][k], gb * 1e9 / flop_tok,
-			       gb, rg[md][k], gsg * 1e9 / flop_tok, gsg,
+			       "rest %.3f s%s; foreign load %.2f cores%s\n",
+			       k + 1, vname[v], tok, gf[v][k], rs[v][k], mn, gs * 1e9 / flop_tok, gs, rb[v][k], gb * 1e9 / flop_tok,
+			       gb, rg[v][k], gsg * 1e9 / flop_tok, gsg,
 			       ft.linear_flop / ft.linear / 1e9, ft.attention_flop / ft.attention / 1e9, ft.linear,
-			       ft.attention, ft.convert, ft.rows, ft.pages, wall - fwd_times_parts(&ft), foreign,
+			       ft.attention, ft.convert, ft.rows, ft.pages, wall - fwd_times_parts(&ft), made, foreign,
 			       foreign > 0.25 ? "  LOADED" : "");
 			fflush(stdout);
 			for (int j = 0; j <= NMODE; j++) {
@@ -317,22 +355,22 @@ int main(int argc, char **argv)
 		/* one line (families.sh strips its "summary T=N: "), one clause per mode */
 		printf("summary T=%ld:", T);
 		const char *sep = "";
-		for (int md = 0; md < NMODE; md++) {
-			if (!use[md])
+		for (int v = 0; v < NVAR; v++) {
+			if (!use[v])
 				continue;
-			const char *mn = mm_compute_name((ss_compute)md);
+			const char *mn = mm_compute_name((ss_compute)(v % NMODE));
 			double lo = 1e30, hi = 0;
 			for (long k = 0; k < rounds; k++) {
-				lo = rs[md][k] < lo ? rs[md][k] : lo;
-				hi = rs[md][k] > hi ? rs[md][k] : hi;
+				lo = rs[v][k] < lo ? rs[v][k] : lo;
+				hi = rs[v][k] > hi ? rs[v][k] : hi;
 			}
-			double med = median(rs[md], (int)rounds), medb = median(rb[md], (int)rounds);
-			double mq = median(qs[md], nq[md]), mqb = median(qb[md], nq[md]);
-			double mg = median(rg[md], (int)rounds), mgf = median(gf[md], (int)rounds);
+			double med = median(rs[v], (int)rounds), medb = median(rb[v], (int)rounds);
+			double mq = median(qs[v], nq[v]), mqb = median(qb[v], nq[v]);
+			double mg = median(rg[v], (int)rounds), mgf = median(gf[v], (int)rounds);
 			printf("%s %s median %.1f%% of sustained oneDNN-%s-implied (%.1f%% of best) over %ld rounds "
 			       "(min %.1f%%, max %.1f%%), %.1f%% of OpenBLAS-sgemm-implied, %.1f GFLOP/s; quiet rounds %d",
-			       sep, mn, med, mn, medb, rounds, lo, hi, mg, mgf, nq[md]);
-			if (nq[md])
+			       sep, vname[v], med, mn, medb, rounds, lo, hi, mg, mgf, nq[v]);
+			if (nq[v])
 				printf(": median %.1f%% (%.1f%% of best)", mq, mqb);
 			sep = ";";
 		}
@@ -346,6 +384,8 @@ int main(int argc, char **argv)
 			mm_w_free(r.w[md][i]);
 		mm_free(r.mm[md]);
 	}
+	for (int md = 0; md < NMODE; md++)
+		fwd_keep_free(keep[md]);
 	free(ids);
 	free(st.resid_norm);
 	free(st.resid_cos0);
